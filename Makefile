@@ -1,0 +1,29 @@
+# The two commands of the README:
+#   make run   builds ats-proxy and runs it on its default configuration
+#   make test  builds everything and runs the whole test suite (what CI runs)
+SWIFT ?= swift
+CONFIG ?= Config/MixAndMatch.plist
+ARGS ?=
+BIN = .build/debug/ats-proxy
+
+.PHONY: run test build format lint-format bootstrap bench
+
+bootstrap:
+	@scripts/bootstrap build
+
+build: bootstrap
+	$(SWIFT) build
+
+run: build
+	$(BIN) explain --config $(CONFIG) http://example.com/ https://example.com/ http://localhost:8080/ $(ARGS)
+
+test:
+	@scripts/bootstrap test
+	@scripts/check-build
+	$(SWIFT) test --parallel --num-workers 2 2>&1 | tee .build/test.log; exit $${PIPESTATUS[0]}
+
+format:
+	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
+
+lint-format:
+	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift

@@ -1,0 +1,57 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// ats-proxy: an explicit HTTP proxy that enforces Apple's App Transport Security.
+/// Layering (see shared/ARCHITECTURE.md): ats-proxy → ATSProxyIO → ATSProxyCore → {ATSPolicy, ATSTLS, ATSHTTP2}.
+let package = Package(
+    name: "ats-proxy",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "ats-proxy", targets: ["ats-proxy"]),
+        .library(name: "ATSPolicy", targets: ["ATSPolicy"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "COpenSSL",
+            path: "Sources/COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        .systemLibrary(
+            name: "CNGHTTP2",
+            path: "Sources/CNGHTTP2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"]), .brew(["libnghttp2"])]
+        ),
+        .target(name: "COpenSSLShims", dependencies: ["COpenSSL"]),
+        .target(
+            name: "ATSPolicy",
+            dependencies: [.product(name: "ZIPFoundation", package: "ZIPFoundation")]
+        ),
+        .target(name: "ATSTLS", dependencies: ["ATSPolicy", "COpenSSL", "COpenSSLShims"]),
+        .target(name: "ATSHTTP2", dependencies: ["CNGHTTP2"]),
+        .target(name: "ATSProxyCore", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2"]),
+        .target(
+            name: "ATSProxyIO",
+            dependencies: ["ATSProxyCore", .product(name: "Logging", package: "swift-log")]
+        ),
+        .executableTarget(
+            name: "ats-proxy",
+            dependencies: [
+                "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"]),
+        .testTarget(name: "ATSTLSTests", dependencies: ["ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims"]),
+        .testTarget(name: "ATSProxyCoreTests", dependencies: ["ATSProxyCore", "ATSPolicy"]),
+        .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore"]),
+        .testTarget(name: "ats-proxyTests", dependencies: ["ATSPolicy"]),
+    ]
+)

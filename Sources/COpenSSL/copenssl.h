@@ -1,0 +1,20 @@
+#ifndef ATS_COPENSSL_H
+#define ATS_COPENSSL_H
+#include <openssl/opensslv.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/evp.h>
+#include <openssl/ec.h>
+#include <openssl/rsa.h>
+#include <openssl/rand.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/objects.h>
+#include <openssl/ssl.h>
+#include <openssl/tls1.h>
+#include <openssl/ct.h>
+#include <openssl/ocsp.h>
+#endif
