@@ -42,7 +42,7 @@ public struct ATSEvaluator: Sendable {
         let match = findException(host: host, address: address, steps: &steps)
         let local = localKind(host: host, address: address)
         let atsRequired = decideATSRequired(
-            match: match, local: local, source: source, steps: &steps, justification: &justification)
+            host: host, match: match, local: local, source: source, steps: &steps, justification: &justification)
         return finish(
             target, source, atsRequired: atsRequired, exception: match, local: local, steps: steps,
             justification: justification)
@@ -143,7 +143,7 @@ public struct ATSEvaluator: Sendable {
     // MARK: - Step 3: atsRequired (reference §2.3 step 2)
 
     private func decideATSRequired(
-        match: ExceptionDomain?, local: LocalHostKind?, source: RequestSource, steps: inout [RuleStep],
+        host: String, match: ExceptionDomain?, local: LocalHostKind?, source: RequestSource, steps: inout [RuleStep],
         justification: inout [String]
     ) -> Bool {
         let config = configuration
@@ -203,13 +203,13 @@ public struct ATSEvaluator: Sendable {
                 }
                 steps.append(
                     RuleStep(
-                        "The host is a \(local.rawValue); \(reason).",
+                        "The host is \(article(local.rawValue)); \(reason).",
                         keyPath: config.allowsLocalNetworking.isYes ? atsPath.appending(ATSKey.allowsLocalNetworking) : nil))
                 return false
             }
             steps.append(
                 RuleStep(
-                    "The host is a \(local.rawValue), but NSAllowsLocalNetworking = NO is explicit, which removes the local exemption.",
+                    "The host is \(article(local.rawValue)), but NSAllowsLocalNetworking = NO is explicit, which removes the local exemption.",
                     keyPath: atsPath.appending(ATSKey.allowsLocalNetworking)))
         }
 
@@ -253,6 +253,12 @@ public struct ATSEvaluator: Sendable {
                     "NSAllowsArbitraryLoads = YES turns ATS off for hosts without an exception entry.",
                     keyPath: atsPath.appending(ATSKey.allowsArbitraryLoads)))
             return false
+        }
+        if local == nil, IPAddress(parsing: host) != nil {
+            steps.append(
+                RuleStep(
+                    "The host is an external IP address (outside --local-network); apps linked with the \(platform.family.displayName) \(PlatformFeature.externalIPAddressesRequireATS.threshold(for: platform.family)) SDK or later need ATS for those."
+                ))
         }
         steps.append(
             RuleStep(

@@ -53,7 +53,7 @@ public struct ConsoleContext: Sendable, Hashable {
     /// A stable fake object address derived from the task UUID, like `0x600000de73c0`.
     public var pointerText: String {
         let bytes = withUnsafeBytes(of: taskUUID.uuid) { Array($0) }
-        let low = bytes[10...].reduce(UInt64(0)) { ($0 << 8) | UInt64($1) } & 0x0f_ffff_fff0
+        let low = bytes[12...].reduce(UInt64(0)) { ($0 << 8) | UInt64($1) } & 0xffff_fff0
         return "0x6000" + String(low, radix: 16).leftPadded(to: 8)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ATSPolicy
+import Foundation
 
 /// The `ats-proxy` command: an explicit HTTP proxy that enforces an app's App Transport Security
 /// policy, plus the offline tools around it.
@@ -15,6 +16,22 @@ struct ATSProxyCommand: ParsableCommand {
         version: ATSProxyVersion.text,
         subcommands: [ExplainCommand.self, LintCommand.self, CACommand.self, DiagnoseCommand.self]
     )
+
+    /// Runs the command line. Usage and validation errors exit with status 2 (not
+    /// ArgumentParser's 64), so every command has one convention: 2 means bad input.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            let code = exitCode(for: error)
+            if code == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                exit(2)
+            }
+            exit(withError: error)
+        }
+    }
 }
 
 /// The version string printed by `--version`.

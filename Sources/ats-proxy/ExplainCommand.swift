@@ -1,6 +1,78 @@
+import ATSPolicy
 import ArgumentParser
+import Foundation
 
-/// `ats-proxy explain URL…`: what ATS decides for each URL.
+/// `ats-proxy explain URL…`: the ATS decision for each URL, with its rule chain, requirements
+/// and, for blocked cleartext loads, the console lines a device prints.
 struct ExplainCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "explain", abstract: "Explain the ATS decision for URLs.")
+    static let configuration = CommandConfiguration(
+        commandName: "explain",
+        abstract: "Explain what ATS decides for each URL under the app's Info.plist.",
+        discussion: "Example: ats-proxy explain --config Info.plist http://api.example.com/ https://cdn.example.com/")
+
+    @OptionGroup var policy: PolicyOptions
+
+    @Option(name: .long, help: "Who makes the request: urlsession, webkit or media.")
+    var source: RequestSource = .urlsession
+
+    @Option(name: .long, help: "Output format: text or json.")
+    var format: OutputFormat = .text
+
+    @Argument(help: "Absolute http:// or https:// URLs.")
+    var urls: [String]
+
+    /// Output formats of explain.
+    enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
+
+    func validate() throws {
+        guard !urls.isEmpty else { throw ValidationError("give at least one URL, e.g. https://api.example.com/") }
+        for url in urls {
+            do {
+                _ = try RequestTarget(parsing: url)
+            } catch {
+                throw ValidationError(error.description)
+            }
+        }
+    }
+
+    func run() throws {
+        do {
+            let loaded = try policy.loadSource()
+            let configuration = ATSConfigurationParser(options: policy.parseOptions).parse(loaded.atsValue)
+            let options = try policy.evaluationOptions()
+            let evaluator = ATSEvaluator(configuration: configuration, options: options)
+            let uuid = UUID()
+            var explained: [ExplainedDecision] = []
+            for (index, url) in urls.enumerated() {
+                let target = try RequestTarget(parsing: url)
+                let decision = evaluator.evaluate(target, source: source)
+                let context = ConsoleContext(
+                    processName: loaded.processName ?? "App", pid: Int(getpid()), threadID: Int(getpid()) + 1,
+                    taskUUID: uuid, taskNumber: index + 1)
+                explained.append(DecisionRenderer.explain(decision, context: context))
+            }
+            switch format {
+            case .json:
+                let report = ExplainReport(
+                    source: loaded.summary, platform: options.platform, configurationMessages: configuration.messages,
+                    decisions: explained)
+                print(DecisionRenderer.json(report))
+            case .text:
+                print("Configuration: \(loaded.summary)")
+                for message in configuration.messages where message.severity == .error {
+                    print("  \(message.appleLog ?? message.message)  [\(message.keyPath)]")
+                }
+                for item in explained {
+                    print("")
+                    print(DecisionRenderer.text(item))
+                }
+            }
+        } catch {
+            exitWithError(error)
+        }
+    }
 }
+
+extension RequestSource: ExpressibleByArgument {}
