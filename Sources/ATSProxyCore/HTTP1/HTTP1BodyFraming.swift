@@ -1,0 +1,84 @@
+/// How the body after a head is delimited (RFC 9112 §6.3); the parser decides it, the proxy uses it
+/// to re-frame when forwarding.
+public enum HTTP1BodyFraming: Hashable, Sendable {
+    /// No body: HEAD responses, 1xx/204/304, requests without Content-Length or Transfer-Encoding.
+    case none
+    /// Exactly this many bytes.
+    case contentLength(Int)
+    /// Chunked transfer coding, possibly with trailers.
+    case chunked
+    /// Everything until the peer closes (responses only).
+    case untilClose
+    /// The connection stops being HTTP after the head: CONNECT requests, 2xx to CONNECT, 101.
+    case tunnel
+
+    /// Framing of a request (RFC 9112 §6.3 rules 4–7 for requests). Rejects every smuggling pattern.
+    static func forRequest(_ head: HTTP1RequestHead) throws(HTTP1ParseError) -> HTTP1BodyFraming {
+        if head.method == "CONNECT" { return .tunnel }
+        return try fromFields(head.headers, version: head.version, isRequest: true) ?? .none
+    }
+
+    /// Framing of a response to a request with `requestMethod` (RFC 9112 §6.3 rules 1–7).
+    static func forResponse(_ head: HTTP1ResponseHead, requestMethod: String) throws(HTTP1ParseError)
+        -> HTTP1BodyFraming
+    {
+        if head.status == 101 { return .tunnel }
+        if requestMethod == "CONNECT" && head.status >= 200 && head.status < 300 { return .tunnel }
+        if requestMethod == "HEAD" || head.status < 200 || head.status == 204 || head.status == 304 {
+            return .none
+        }
+        return try fromFields(head.headers, version: head.version, isRequest: false) ?? .untilClose
+    }
+
+    /// Framing from Transfer-Encoding and Content-Length, or nil when neither is present.
+    private static func fromFields(_ headers: HTTP1Headers, version: HTTP1Version, isRequest: Bool)
+        throws(HTTP1ParseError) -> HTTP1BodyFraming?
+    {
+        let hasTransferEncoding = headers.contains("Transfer-Encoding")
+        let hasContentLength = headers.contains("Content-Length")
+        if hasTransferEncoding {
+            // Both present is a smuggling signature; RFC 9112 §6.3 allows rejecting it, and we do on
+            // both sides. TE in HTTP/1.0 means the framing is faulty (RFC 9112 §6.1).
+            if hasContentLength { throw HTTP1ParseError(.contentLengthWithTransferEncoding) }
+            if !version.isAtLeastHTTP11 { throw HTTP1ParseError(.transferEncodingInHTTP10) }
+            return try transferCoding(headers.listElements("Transfer-Encoding"), isRequest: isRequest)
+        }
+        if hasContentLength { return .contentLength(try contentLength(headers.values("Content-Length"))) }
+        return nil
+    }
+
+    /// Only `chunked` alone is implemented. A final coding other than chunked (or chunked applied
+    /// twice) is a framing error for requests (400); for responses it means read-until-close. Other
+    /// codings before chunked are valid HTTP but not implemented by this proxy (501).
+    private static func transferCoding(_ codings: [Substring], isRequest: Bool) throws(HTTP1ParseError)
+        -> HTTP1BodyFraming
+    {
+        func isChunked(_ coding: Substring) -> Bool { HTTP1ASCII.equalsIgnoringCase(coding.utf8, "chunked".utf8) }
+        guard let last = codings.last, isChunked(last), codings.filter(isChunked).count == 1 else {
+            if isRequest || codings.isEmpty { throw HTTP1ParseError(.transferEncodingNotChunked) }
+            return .untilClose
+        }
+        guard codings.count == 1 else { throw HTTP1ParseError(.unsupportedTransferEncoding) }
+        return .chunked
+    }
+
+    /// Content-Length: one decimal number; a list or repeated fields must all carry the same value.
+    private static func contentLength(_ values: [String]) throws(HTTP1ParseError) -> Int {
+        var result: Int?
+        for value in values {
+            let elements = HTTP1ASCII.listElements(Substring(value).utf8)
+            // An empty element ("5,,5" is fine, "" or "," is not) leaves nothing to parse.
+            guard !elements.isEmpty else { throw HTTP1ParseError(.invalidContentLength) }
+            for element in elements {
+                guard element.count <= 18, element.allSatisfy(HTTP1ASCII.isDigit) else {
+                    throw HTTP1ParseError(.invalidContentLength)
+                }
+                let length = element.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+                if let result, result != length { throw HTTP1ParseError(.conflictingContentLength) }
+                result = length
+            }
+        }
+        guard let result else { throw HTTP1ParseError(.invalidContentLength) }
+        return result
+    }
+}

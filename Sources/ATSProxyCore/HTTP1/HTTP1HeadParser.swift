@@ -1,0 +1,130 @@
+/// Turns a complete header section (as collected by `HTTP1HeadScanner`) into a typed head.
+///
+/// Stateless. Applies the line-level rules of RFC 9112 §3–§5: start-line syntax, field-name tokens,
+/// no whitespace before the colon, no obs-fold, no control characters in values, and for requests
+/// the Host rules of RFC 9112 §3.2.
+enum HTTP1HeadParser {
+    /// Splits a section into its lines without CRLF, dropping the final empty line.
+    static func lines(of section: [UInt8]) -> [ArraySlice<UInt8>] {
+        var lines: [ArraySlice<UInt8>] = []
+        var start = section.startIndex
+        var index = section.startIndex
+        while index + 1 < section.endIndex {
+            if section[index] == HTTP1ASCII.cr && section[index + 1] == HTTP1ASCII.lf {
+                if index > start { lines.append(section[start..<index]) }
+                index += 2
+                start = index
+            } else {
+                index += 1
+            }
+        }
+        return lines
+    }
+
+    /// Parses a request head and checks method, target, version and Host.
+    static func parseRequest(_ section: [UInt8]) throws(HTTP1ParseError) -> HTTP1RequestHead {
+        let lines = lines(of: section)
+        guard let requestLine = lines.first else { throw HTTP1ParseError(.invalidRequestLine) }
+        guard let firstSpace = requestLine.firstIndex(of: HTTP1ASCII.space),
+            let secondSpace = requestLine[(firstSpace + 1)...].firstIndex(of: HTTP1ASCII.space)
+        else { throw HTTP1ParseError(.invalidRequestLine) }
+        let methodBytes = requestLine[..<firstSpace]
+        let targetBytes = requestLine[(firstSpace + 1)..<secondSpace]
+        let versionBytes = requestLine[(secondSpace + 1)...]
+        guard !methodBytes.isEmpty, !targetBytes.isEmpty, !versionBytes.contains(HTTP1ASCII.space) else {
+            throw HTTP1ParseError(.invalidRequestLine)
+        }
+        guard methodBytes.allSatisfy(HTTP1ASCII.isTokenCharacter) else { throw HTTP1ParseError(.invalidMethod) }
+        guard let version = HTTP1Version(bytes: versionBytes) else { throw HTTP1ParseError(.invalidRequestLine) }
+        guard version.major == 1 else { throw HTTP1ParseError(.unsupportedVersion) }
+        let method = String(decoding: methodBytes, as: UTF8.self)
+        let target = try HTTP1RequestTarget.parse(targetBytes, method: method)
+        let headers = try parseFields(lines.dropFirst())
+        let head = HTTP1RequestHead(method: method, target: target, version: version, headers: headers)
+        try validateHost(head)
+        return head
+    }
+
+    /// Parses a status line and fields.
+    static func parseResponse(_ section: [UInt8]) throws(HTTP1ParseError) -> HTTP1ResponseHead {
+        let lines = lines(of: section)
+        guard let statusLine = lines.first, statusLine.count >= 12,
+            statusLine[statusLine.startIndex + 8] == HTTP1ASCII.space
+        else { throw HTTP1ParseError(.invalidStatusLine) }
+        let start = statusLine.startIndex
+        guard let version = HTTP1Version(bytes: statusLine[start..<(start + 8)]) else {
+            throw HTTP1ParseError(.invalidStatusLine)
+        }
+        guard version.major == 1 else { throw HTTP1ParseError(.unsupportedVersion) }
+        let codeBytes = statusLine[(start + 9)..<(start + 12)]
+        guard codeBytes.allSatisfy(HTTP1ASCII.isDigit), codeBytes.first != UInt8(ascii: "0") else {
+            throw HTTP1ParseError(.invalidStatusLine)
+        }
+        let status = codeBytes.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+        var reason = ""
+        let rest = statusLine[(start + 12)...]
+        if let separator = rest.first {
+            guard separator == HTTP1ASCII.space else { throw HTTP1ParseError(.invalidStatusLine) }
+            let reasonBytes = rest.dropFirst()
+            guard reasonBytes.allSatisfy(HTTP1ASCII.isFieldValueCharacter) else {
+                throw HTTP1ParseError(.invalidStatusLine)
+            }
+            reason = String(decoding: reasonBytes, as: UTF8.self)
+        }
+        let headers = try parseFields(lines.dropFirst())
+        return HTTP1ResponseHead(version: version, status: status, reason: reason, headers: headers)
+    }
+
+    /// Parses a trailer section (fields only).
+    static func parseTrailers(_ section: [UInt8]) throws(HTTP1ParseError) -> HTTP1Headers {
+        try parseFields(lines(of: section)[...])
+    }
+
+    /// Parses field lines: `token ":" OWS value OWS`.
+    static func parseFields(_ lines: ArraySlice<ArraySlice<UInt8>>) throws(HTTP1ParseError) -> HTTP1Headers {
+        var fields: [HTTP1Field] = []
+        fields.reserveCapacity(lines.count)
+        for line in lines {
+            guard let first = line.first else { continue }
+            if first == HTTP1ASCII.space || first == HTTP1ASCII.htab { throw HTTP1ParseError(.obsoleteLineFolding) }
+            guard let colon = line.firstIndex(of: HTTP1ASCII.colon) else { throw HTTP1ParseError(.invalidFieldName) }
+            let name = line[..<colon]
+            guard let last = name.last else { throw HTTP1ParseError(.invalidFieldName) }
+            if last == HTTP1ASCII.space || last == HTTP1ASCII.htab { throw HTTP1ParseError(.whitespaceBeforeColon) }
+            guard name.allSatisfy(HTTP1ASCII.isTokenCharacter) else { throw HTTP1ParseError(.invalidFieldName) }
+            var value = line[(colon + 1)...]
+            while let byte = value.first, byte == HTTP1ASCII.space || byte == HTTP1ASCII.htab { value.removeFirst() }
+            while let byte = value.last, byte == HTTP1ASCII.space || byte == HTTP1ASCII.htab { value.removeLast() }
+            guard value.allSatisfy(HTTP1ASCII.isFieldValueCharacter) else { throw HTTP1ParseError(.invalidFieldValue) }
+            fields.append(
+                HTTP1Field(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self)))
+        }
+        return HTTP1Headers(fields)
+    }
+
+    /// Host rules: required once on HTTP/1.1 (optional for CONNECT, whose target is the authority),
+    /// a valid authority, and equal to an absolute-form target's authority after default ports.
+    private static func validateHost(_ head: HTTP1RequestHead) throws(HTTP1ParseError) {
+        let hosts = head.headers.values("Host")
+        guard hosts.count <= 1 else { throw HTTP1ParseError(.multipleHost) }
+        guard let host = hosts.first else {
+            if head.version.isAtLeastHTTP11 && head.method != "CONNECT" { throw HTTP1ParseError(.missingHost) }
+            return
+        }
+        let hostBytes = Array(host.utf8)[...]
+        guard let authority = HTTP1Authority(bytes: hostBytes) else {
+            // An empty Host is allowed only when the target has no authority (RFC 9112 §3.2).
+            guard host.isEmpty, case .origin = head.target else { throw HTTP1ParseError(.invalidHost) }
+            return
+        }
+        switch head.target {
+        case .absolute(let scheme, let targetAuthority, _):
+            let defaultPort = HTTP1RequestTarget.defaultPort(scheme: scheme)
+            guard targetAuthority.matches(authority, defaultPort: defaultPort) else {
+                throw HTTP1ParseError(.hostMismatch)
+            }
+        case .origin, .authority, .asterisk:
+            break
+        }
+    }
+}

@@ -1,0 +1,99 @@
+/// Accumulates one header (or trailer) section across arbitrary chunks and finds its end.
+///
+/// It copies only the bytes of the section itself (never body bytes) into a reusable buffer, and
+/// rejects while scanning: bare CR, bare LF (tolerated by RFC 9112 §2.2 but refused here because a
+/// proxy and the server behind it must agree on where lines end), NUL, and sections over the limit.
+/// A section ends with an empty line; the buffer then holds it including that final CRLF.
+struct HTTP1HeadScanner {
+    /// The result of scanning one chunk.
+    enum Outcome {
+        /// The section continues past the chunk; everything was consumed.
+        case needMore
+        /// The section ended; `consumed` bytes of the chunk belonged to it.
+        case complete(consumed: Int)
+        /// The section broke a rule.
+        case failed(HTTP1ParseError)
+    }
+
+    /// The maximum size of a section, CRLFs included.
+    static let limit = 64 * 1024
+
+    /// The section's bytes so far.
+    private(set) var buffer: [UInt8] = []
+    /// Bytes on the current line, excluding CR.
+    private var lineLength = 0
+    /// Whether the last byte seen was CR.
+    private var previousWasCR = false
+    /// Empty lines skipped before a request line; they count toward the limit.
+    private var skippedBytes = 0
+    /// Whether a byte other than CR or LF has been seen in this section.
+    private var started = false
+    /// Skip empty lines before the first line (request side, RFC 9112 §2.2).
+    private let skipsLeadingEmptyLines: Bool
+
+    init(skipsLeadingEmptyLines: Bool) {
+        self.skipsLeadingEmptyLines = skipsLeadingEmptyLines
+    }
+
+    /// Whether nothing of a section has been seen yet.
+    var isEmpty: Bool { buffer.isEmpty && skippedBytes == 0 }
+
+    /// Forgets the finished section, keeping the buffer's capacity.
+    mutating func reset() {
+        buffer.removeAll(keepingCapacity: buffer.capacity <= 4096)
+        lineLength = 0
+        previousWasCR = false
+        skippedBytes = 0
+        started = false
+    }
+
+    /// Scans `input`, appending the section's bytes to the buffer.
+    mutating func scan(_ input: ArraySlice<UInt8>) -> Outcome {
+        let outcome = input.withUnsafeBufferPointer { scanBytes($0) }
+        let consumed: Int
+        switch outcome {
+        case .needMore: consumed = input.count
+        case .complete(let count): consumed = count
+        case .failed: return outcome
+        }
+        let copied = input.prefix(consumed)
+        if skipsLeadingEmptyLines && buffer.isEmpty {
+            // Leading CRLFs were counted in skippedBytes; do not keep them.
+            buffer.append(contentsOf: copied.drop { $0 == HTTP1ASCII.cr || $0 == HTTP1ASCII.lf })
+        } else {
+            buffer.append(contentsOf: copied)
+        }
+        guard buffer.count + skippedBytes <= Self.limit else { return .failed(HTTP1ParseError(.headerSectionTooLarge)) }
+        return outcome
+    }
+
+    private mutating func scanBytes(_ bytes: UnsafeBufferPointer<UInt8>) -> Outcome {
+        var seenInSection = buffer.count + skippedBytes
+        for (offset, byte) in bytes.enumerated() {
+            seenInSection += 1
+            if seenInSection > Self.limit { return .failed(HTTP1ParseError(.headerSectionTooLarge)) }
+            if previousWasCR {
+                guard byte == HTTP1ASCII.lf else { return .failed(HTTP1ParseError(.bareCR)) }
+                previousWasCR = false
+                if lineLength == 0 {
+                    if skipsLeadingEmptyLines && !started {
+                        skippedBytes += 2
+                        continue
+                    }
+                    return .complete(consumed: offset + 1)
+                }
+                lineLength = 0
+                continue
+            }
+            switch byte {
+            case HTTP1ASCII.cr: previousWasCR = true
+            case HTTP1ASCII.lf: return .failed(HTTP1ParseError(.bareLF))
+            case 0: return .failed(HTTP1ParseError(.nulByte))
+            default:
+                lineLength += 1
+                started = true
+            }
+        }
+        return .needMore
+    }
+}

@@ -1,0 +1,107 @@
+/// One header (or trailer) field line: name and value exactly as received, original case kept.
+///
+/// The value has its leading and trailing whitespace removed (RFC 9112 §5) and is decoded as
+/// UTF-8; bytes that are not valid UTF-8 (obs-text) become U+FFFD, as in most HTTP stacks.
+public struct HTTP1Field: Hashable, Sendable {
+    /// The field name as the peer spelled it.
+    public var name: String
+    /// The field value without surrounding whitespace.
+    public var value: String
+
+    /// Creates a field.
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// An ordered list of fields that keeps duplicates, order and case, with case-insensitive lookup.
+///
+/// Lookups compare names byte-wise ignoring ASCII case and never allocate a lower-cased copy.
+public struct HTTP1Headers: Hashable, Sendable, RandomAccessCollection, ExpressibleByDictionaryLiteral {
+    /// The fields in wire order.
+    public var fields: [HTTP1Field]
+
+    /// Creates headers from fields in wire order.
+    public init(_ fields: [HTTP1Field] = []) {
+        self.fields = fields
+    }
+
+    /// Creates headers from `(name, value)` pairs in order; duplicates are kept.
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.fields = elements.map { HTTP1Field(name: $0.0, value: $0.1) }
+    }
+
+    public var startIndex: Int { fields.startIndex }
+    public var endIndex: Int { fields.endIndex }
+    public subscript(position: Int) -> HTTP1Field { fields[position] }
+
+    /// The first value of the field `name`, compared case-insensitively.
+    public func first(_ name: String) -> String? {
+        fields.first { Self.nameMatches($0.name, name) }?.value
+    }
+
+    /// Every value of the field `name`, in order.
+    public func values(_ name: String) -> [String] {
+        fields.filter { Self.nameMatches($0.name, name) }.map(\.value)
+    }
+
+    /// Whether any field is named `name`.
+    public func contains(_ name: String) -> Bool {
+        fields.contains { Self.nameMatches($0.name, name) }
+    }
+
+    /// The number of fields named `name`.
+    public func count(of name: String) -> Int {
+        fields.reduce(0) { $0 + (Self.nameMatches($1.name, name) ? 1 : 0) }
+    }
+
+    /// The trimmed, non-empty comma-separated elements of every field named `name` (RFC 9110 §5.6.1).
+    public func listElements(_ name: String) -> [Substring] {
+        var result: [Substring] = []
+        for field in fields where Self.nameMatches(field.name, name) {
+            let value = Substring(field.value)
+            for element in HTTP1ASCII.listElements(value.utf8) {
+                result.append(Substring(element))
+            }
+        }
+        return result
+    }
+
+    /// Whether the comma-separated list in the fields `name` has the element `token` (case-insensitive).
+    public func hasListElement(_ name: String, _ token: String) -> Bool {
+        listElements(name).contains { HTTP1ASCII.equalsIgnoringCase($0.utf8, token.utf8) }
+    }
+
+    /// Appends a field at the end.
+    public mutating func append(name: String, value: String) {
+        fields.append(HTTP1Field(name: name, value: value))
+    }
+
+    /// Removes every field named `name`.
+    public mutating func remove(_ name: String) {
+        fields.removeAll { Self.nameMatches($0.name, name) }
+    }
+
+    /// Replaces the first field named `name` in place and removes the others, or appends it.
+    public mutating func replaceOrAppend(name: String, value: String) {
+        if let index = fields.firstIndex(where: { Self.nameMatches($0.name, name) }) {
+            fields[index].value = value
+            var position = fields.index(after: index)
+            while position < fields.endIndex {
+                if Self.nameMatches(fields[position].name, name) {
+                    fields.remove(at: position)
+                } else {
+                    position = fields.index(after: position)
+                }
+            }
+        } else {
+            append(name: name, value: value)
+        }
+    }
+
+    /// Case-insensitive field-name comparison without allocation.
+    public static func nameMatches(_ lhs: String, _ rhs: String) -> Bool {
+        HTTP1ASCII.equalsIgnoringCase(lhs.utf8, rhs.utf8)
+    }
+}
