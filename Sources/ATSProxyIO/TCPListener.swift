@@ -1,0 +1,255 @@
+import Dispatch
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A listening TCP socket that accepts on its own serial queue and hands every accepted socket to
+/// the next loop of an `EventLoopGroup`, as a `TCPConnection`.
+///
+/// Contract:
+/// - `init` binds and listens (IPv4 or IPv6; port 0 picks a free port, see `boundAddress`) but
+///   accepts nothing until `start()`.
+/// - Each readable event drains `accept` until `EAGAIN`. A client outside the allow-list (only
+///   enforced when bound to a non-loopback address) is closed at once and reported to
+///   `onRefusedClient`. Beyond `maxConnections` live connections the socket is handed to
+///   `onOverLimit` (on its loop; the caller answers 503 and closes it) or closed when there is no
+///   hook; those connections do not count as live.
+/// - `onAccept` runs on the connection's loop; the connection is started right after it returns,
+///   so set its handler there.
+/// - `stop()` stops accepting and closes the listening socket; live connections are untouched.
+///
+/// Threading: `start`/`stop`/`liveConnections` may be called from any thread. Mutable accept state
+/// lives on `acceptQueue`; the live-connection counter is lock-protected. Invariant for
+/// `@unchecked Sendable`: `state` and the source are touched only on `acceptQueue`.
+public final class TCPListener: @unchecked Sendable {
+    /// Listener settings.
+    public struct Configuration: Sendable {
+        /// Where to listen.
+        public var address: ListenAddress
+        /// `listen(2)` backlog.
+        public var backlog: Int32 = 1024
+        /// Live connections beyond which new clients go to `onOverLimit`.
+        public var maxConnections: Int = 10_000
+        /// Clients accepted on a non-loopback address; nil means
+        /// `ClientAllowList.privateAndLinkLocal`. Ignored when bound to loopback.
+        public var allowList: ClientAllowList?
+
+        public init(
+            address: ListenAddress, backlog: Int32 = 1024, maxConnections: Int = 10_000,
+            allowList: ClientAllowList? = nil
+        ) {
+            self.address = address
+            self.backlog = backlog
+            self.maxConnections = maxConnections
+            self.allowList = allowList
+        }
+    }
+
+    /// Lifecycle of the listening socket.
+    enum State {
+        /// Bound and listening; the accept source is not yet resumed.
+        case bound
+        /// Accepting.
+        case accepting
+        /// Accepting paused after `EMFILE`/`ENFILE`; a timer resumes it.
+        case backingOff
+        /// `stop()` called; the source is cancelled and the fd closed in its cancel handler.
+        case stopped
+    }
+
+    /// The address actually bound (with the kernel-chosen port when 0 was requested).
+    public let boundAddress: SocketAddress
+    /// The settings this listener was created with.
+    public let configuration: Configuration
+    /// The allow-list in force (nil on loopback: everyone who can reach it is local).
+    public let effectiveAllowList: ClientAllowList?
+
+    private let group: EventLoopGroup
+    private let fd: Int32
+    private let acceptQueue: DispatchQueue
+    private let source: any DispatchSourceRead
+    private var state = State.bound
+    private let counterLock = NSLock()
+    private var live = 0
+    private let onAccept: @Sendable (TCPConnection) -> Void
+    private let onOverLimit: (@Sendable (TCPConnection) -> Void)?
+    private let onRefusedClient: (@Sendable (SocketAddress) -> Void)?
+    private let logger: Logger
+
+    /// Binds and listens. Throws `IOError` when the address is in use, not local, and so on.
+    /// - Parameters:
+    ///   - onAccept: called on the new connection's loop; set the handler there.
+    ///   - onOverLimit: called on the loop with a connection that exceeds `maxConnections`; write
+    ///     a 503 and `closeAfterFlush()`. Without it such sockets are closed at once.
+    ///   - onRefusedClient: called on the accept queue for a client outside the allow-list.
+    public init(
+        configuration: Configuration,
+        group: EventLoopGroup,
+        logger: Logger = Logger(label: "ats-proxy.io.listener"),
+        onAccept: @escaping @Sendable (TCPConnection) -> Void,
+        onOverLimit: (@Sendable (TCPConnection) -> Void)? = nil,
+        onRefusedClient: (@Sendable (SocketAddress) -> Void)? = nil
+    ) throws(IOError) {
+        self.configuration = configuration
+        self.group = group
+        self.logger = logger
+        self.onAccept = onAccept
+        self.onOverLimit = onOverLimit
+        self.onRefusedClient = onRefusedClient
+        let requested = configuration.address.address
+        let fd = try Socket.makeTCP(family: requested.family)
+        Socket.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+        if requested.family == AF_INET6 {
+            Socket.setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1)
+        }
+        let bindResult = requested.withSockAddr { bind(fd, $0, $1) }
+        guard bindResult == 0 else {
+            let error = IOError.current("bind \(requested)")
+            sysClose(fd)
+            throw error
+        }
+        guard listen(fd, configuration.backlog) == 0 else {
+            let error = IOError.current("listen")
+            sysClose(fd)
+            throw error
+        }
+        guard let bound = SocketAddress.of(fd: fd, peer: false) else {
+            let error = IOError.current("getsockname")
+            sysClose(fd)
+            throw error
+        }
+        self.fd = fd
+        self.boundAddress = bound
+        self.effectiveAllowList =
+            bound.isLoopback ? nil : (configuration.allowList ?? ClientAllowList.privateAndLinkLocal)
+        self.acceptQueue = DispatchQueue(label: "ats-proxy.accept.\(bound)")
+        self.source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
+        source.setEventHandler { [self] in acceptAll() }
+        source.setCancelHandler { sysClose(fd) }
+    }
+
+    /// Live (accepted, not yet closed, within the limit) connections.
+    public var liveConnections: Int {
+        counterLock.withLock { live }
+    }
+
+    /// Starts accepting. Idempotent.
+    public func start() {
+        acceptQueue.async { [self] in
+            switch state {
+            case .bound:
+                state = .accepting
+                source.resume()
+            case .accepting, .backingOff, .stopped:
+                return
+            }
+        }
+    }
+
+    /// Stops accepting and closes the listening socket; `completion` runs (on the accept queue) once
+    /// no further connection can be accepted. Idempotent.
+    public func stop(completion: (@Sendable () -> Void)? = nil) {
+        acceptQueue.async { [self] in
+            switch state {
+            case .bound, .backingOff:
+                source.cancel()
+                source.resume()
+            case .accepting:
+                source.cancel()
+            case .stopped:
+                break
+            }
+            state = .stopped
+            completion?()
+        }
+    }
+
+    private func acceptAll() {
+        guard state == .accepting else { return }
+        while true {
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let client = withUnsafeMutablePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(fd, $0, &length) }
+            }
+            if client < 0 {
+                let code = currentErrno()
+                switch code {
+                case EINTR, ECONNABORTED, EPROTO:
+                    continue
+                case EAGAIN, EWOULDBLOCK:
+                    return
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    backOff(IOError(call: "accept", errno: code))
+                    return
+                default:
+                    logger.error("accept failed", metadata: ["error": "\(IOError(call: "accept", errno: code))"])
+                    return
+                }
+            }
+            let peer = withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0) }
+            }
+            handleAccepted(client, peer: peer)
+        }
+    }
+
+    private func handleAccepted(_ client: Int32, peer: SocketAddress?) {
+        if let allowList = effectiveAllowList {
+            guard let peer, allowList.allows(peer.ip) else {
+                sysClose(client)
+                logger.notice("refused client outside --allow-client", metadata: ["client": "\(peer?.description ?? "?")"])
+                if let peer { onRefusedClient?(peer) }
+                return
+            }
+        }
+        let admitted: Bool = counterLock.withLock {
+            guard live < configuration.maxConnections else { return false }
+            live += 1
+            return true
+        }
+        let loop = group.next()
+        guard admitted else {
+            guard let onOverLimit else {
+                sysClose(client)
+                return
+            }
+            let connection = TCPConnection(adopting: client, loop: loop)
+            loop.execute {
+                onOverLimit(connection)
+                connection.start()
+            }
+            return
+        }
+        let connection = TCPConnection(adopting: client, loop: loop)
+        connection.onFinalClose = { [self] in
+            counterLock.withLock { live -= 1 }
+        }
+        let onAccept = onAccept
+        loop.execute {
+            onAccept(connection)
+            connection.start()
+        }
+    }
+
+    /// Out of descriptors: suspend accepting for 100 ms instead of spinning on a readable socket.
+    private func backOff(_ error: IOError) {
+        logger.warning("accept paused for 100 ms", metadata: ["error": "\(error)"])
+        state = .backingOff
+        source.suspend()
+        acceptQueue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in
+            switch state {
+            case .backingOff:
+                state = .accepting
+                source.resume()
+            case .bound, .accepting, .stopped:
+                return
+            }
+        }
+    }
+}
