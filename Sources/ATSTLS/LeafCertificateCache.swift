@@ -1,0 +1,102 @@
+import Foundation
+import Synchronization
+
+/// A leaf certificate minted for one host, with the key and the chain to serve.
+public struct MintedLeaf: Sendable {
+    public let host: String
+    public let certificate: Certificate
+    /// The shared leaf key (one P-256 key for every minted leaf, for speed).
+    public let key: PrivateKey
+    /// Certificates to send after the leaf (the CA).
+    public let chain: [Certificate]
+    public let notAfter: Date
+}
+
+/// Mints leaves for the client-facing side (reference §3.1, §3.2, §7: DNS or IP SAN, EKU
+/// serverAuth, keyUsage digitalSignature, SHA-256, P-256, random 128-bit serial, notBefore one hour
+/// back, at most 397 days and never past the CA) and caches them per host.
+///
+/// Thread-safe: the cache is a `Mutex`-protected dictionary; a hit is one lookup plus an expiry
+/// comparison. Minting happens outside the lock (two racing misses may both mint; one wins).
+public final class LeafCertificateCache: Sendable {
+    public let authority: CertificateAuthority
+    public let leafKey: PrivateKey
+    /// Maximum number of cached hosts; the oldest entry is evicted beyond it.
+    public let capacity: Int
+    /// Validity of a minted leaf in days (≤ 397).
+    public let validityDays: Int
+    /// A cached leaf is re-minted when less than this remains.
+    public let renewBefore: TimeInterval
+    private let clock: @Sendable () -> Date
+    private let entries = Mutex<(leaves: [String: (leaf: MintedLeaf, sequence: UInt64)], next: UInt64)>(([:], 0))
+
+    public init(
+        authority: CertificateAuthority, capacity: Int = 4096, validityDays: Int = 397, renewBefore: TimeInterval = 86400,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
+        self.authority = authority
+        self.leafKey = try PrivateKey.generate(.p256)
+        self.capacity = max(1, capacity)
+        self.validityDays = min(397, max(1, validityDays))
+        self.renewBefore = renewBefore
+        self.clock = clock
+    }
+
+    /// Host names are case-insensitive; IPv6 literals may come bracketed.
+    public static func normalize(_ host: String) -> String {
+        var name = host.lowercased()
+        if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        if name.hasSuffix(".") { name.removeLast() }
+        return name
+    }
+
+    /// The cached leaf for `host`, minting one on a miss or near expiry.
+    public func leaf(for host: String) throws -> MintedLeaf {
+        let name = Self.normalize(host)
+        let now = clock()
+        let cached = entries.withLock { state in state.leaves[name]?.leaf }
+        if let cached, cached.notAfter.timeIntervalSince(now) > renewBefore { return cached }
+        let minted = try mint(host: name, now: now)
+        entries.withLock { state in
+            state.next += 1
+            state.leaves[name] = (minted, state.next)
+            if state.leaves.count > capacity,
+                let oldest = state.leaves.min(by: { $0.value.sequence < $1.value.sequence })?.key
+            {
+                state.leaves.removeValue(forKey: oldest)
+            }
+        }
+        return minted
+    }
+
+    /// Number of cached hosts.
+    public var count: Int { entries.withLock { $0.leaves.count } }
+
+    /// Mints a leaf without touching the cache.
+    public func mint(host: String, now: Date) throws -> MintedLeaf {
+        let name = Self.normalize(host)
+        var spec = CertificateSpec(
+            notBefore: now.addingTimeInterval(-3600),
+            notAfter: min(now.addingTimeInterval(TimeInterval(validityDays) * 86400 - 3600), authority.certificate.notAfter))
+        if Self.isIPAddress(name) {
+            spec.ipAddresses = [name]
+        } else {
+            spec.dnsNames = [name]
+        }
+        spec.commonName = name.utf8.count <= 64 ? name : nil
+        spec.organization = "ats-proxy"
+        spec.keyUsage = ["digitalSignature"]
+        spec.extendedKeyUsage = ["serverAuth"]
+        spec.signatureHash = .sha256
+        let certificate = try CertificateMinter.mint(
+            spec, subjectKey: leafKey, issuer: authority.certificate, issuerKey: authority.privateKey)
+        return MintedLeaf(
+            host: name, certificate: certificate, key: leafKey, chain: [authority.certificate], notAfter: spec.notAfter)
+    }
+
+    static func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
+    }
+}

@@ -1,0 +1,336 @@
+import ATSPolicy
+import COpenSSL
+import COpenSSLShims
+
+/// Why a handshake or a record operation failed, classified from OpenSSL's error queue.
+public struct TLSFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The classified cause.
+    public enum Reason: Sendable, Hashable {
+        /// The peer sent a fatal alert with this description number (40 handshake_failure, 70 protocol_version, …).
+        case receivedAlert(UInt8)
+        /// No protocol version in common (detected locally, e.g. "unsupported protocol").
+        case noCommonVersion
+        /// No cipher suite in common (detected locally, e.g. "no shared cipher").
+        case noCommonCipher
+        /// The peer's bytes are not TLS (e.g. an HTTP response or garbage).
+        case notTLS
+        /// The peer closed the transport without a close_notify or alert.
+        case closedWithoutAlert
+        /// The peer's certificate could not be parsed, or it sent none.
+        case badCertificate
+        /// Anything else.
+        case other
+    }
+
+    public let reason: Reason
+    /// The OpenSSL error queue drained at the failure.
+    public let errors: [OpenSSLErrorEntry]
+
+    public var description: String {
+        let detail = errors.map(\.text).joined(separator: "; ")
+        switch reason {
+        case .receivedAlert(let alert): return "peer sent fatal alert \(alert) (\(TLSAlert.name(alert))) \(detail)"
+        case .noCommonVersion: return "no common protocol version: \(detail)"
+        case .noCommonCipher: return "no common cipher suite: \(detail)"
+        case .notTLS: return "peer does not speak TLS: \(detail)"
+        case .closedWithoutAlert: return "peer closed the connection without an alert"
+        case .badCertificate: return "peer certificate unusable: \(detail)"
+        case .other: return detail.isEmpty ? "TLS failure" : detail
+        }
+    }
+
+    static func classify(_ errors: [OpenSSLErrorEntry], transportEOF: Bool) -> TLSFailure {
+        for entry in errors where entry.library == ERR_LIB_SSL {
+            let reason = entry.reason
+            if reason >= SSL_AD_REASON_OFFSET && reason < SSL_AD_REASON_OFFSET + 256 {
+                return TLSFailure(reason: .receivedAlert(UInt8(reason - SSL_AD_REASON_OFFSET)), errors: errors)
+            }
+            switch reason {
+            case SSL_R_UNSUPPORTED_PROTOCOL, SSL_R_NO_PROTOCOLS_AVAILABLE, SSL_R_VERSION_TOO_LOW,
+                SSL_R_UNSUPPORTED_SSL_VERSION:
+                return TLSFailure(reason: .noCommonVersion, errors: errors)
+            case SSL_R_NO_SHARED_CIPHER, SSL_R_NO_CIPHERS_AVAILABLE, SSL_R_WRONG_CIPHER_RETURNED,
+                SSL_R_NO_SUITABLE_SIGNATURE_ALGORITHM:
+                return TLSFailure(reason: .noCommonCipher, errors: errors)
+            case SSL_R_WRONG_VERSION_NUMBER, SSL_R_PACKET_LENGTH_TOO_LONG, SSL_R_HTTP_REQUEST, SSL_R_UNKNOWN_PROTOCOL,
+                SSL_R_RECORD_LENGTH_MISMATCH, SSL_R_LENGTH_MISMATCH, SSL_R_UNEXPECTED_MESSAGE,
+                SSL_R_UNEXPECTED_RECORD, SSL_R_BAD_PACKET_LENGTH, SSL_R_ENCRYPTED_LENGTH_TOO_LONG:
+                return TLSFailure(reason: .notTLS, errors: errors)
+            case SSL_R_UNEXPECTED_EOF_WHILE_READING:
+                return TLSFailure(reason: .closedWithoutAlert, errors: errors)
+            default:
+                continue
+            }
+        }
+        if errors.contains(where: { $0.library == ERR_LIB_ASN1 || $0.library == ERR_LIB_X509 }) {
+            return TLSFailure(reason: .badCertificate, errors: errors)
+        }
+        if transportEOF { return TLSFailure(reason: .closedWithoutAlert, errors: errors) }
+        return TLSFailure(reason: .other, errors: errors)
+    }
+}
+
+/// TLS alert description names (RFC 8446 §6).
+public enum TLSAlert {
+    public static func name(_ code: UInt8) -> String {
+        switch code {
+        case 0: "close_notify"
+        case 10: "unexpected_message"
+        case 20: "bad_record_mac"
+        case 22: "record_overflow"
+        case 40: "handshake_failure"
+        case 42: "bad_certificate"
+        case 43: "unsupported_certificate"
+        case 44: "certificate_revoked"
+        case 45: "certificate_expired"
+        case 46: "certificate_unknown"
+        case 47: "illegal_parameter"
+        case 48: "unknown_ca"
+        case 49: "access_denied"
+        case 50: "decode_error"
+        case 51: "decrypt_error"
+        case 70: "protocol_version"
+        case 71: "insufficient_security"
+        case 80: "internal_error"
+        case 86: "inappropriate_fallback"
+        case 90: "user_canceled"
+        case 109: "missing_extension"
+        case 110: "unsupported_extension"
+        case 112: "unrecognized_name"
+        case 116: "certificate_required"
+        case 120: "no_application_protocol"
+        default: "alert \(code)"
+        }
+    }
+}
+
+/// A sans-io TLS engine: one `SSL` over two memory BIOs. The driver feeds network bytes in with
+/// `receive`, takes network bytes out with `takeOutbound`, and calls `handshake`, `read` and
+/// `write`; the engine never touches a socket, a clock or a queue.
+///
+/// Not thread-safe: confine it to one thread or serial queue (the driver's). The context must
+/// outlive it (it keeps a strong reference). `deinit` frees the SSL and both BIOs.
+public final class TLSConnection {
+    /// Where the connection is in its life.
+    public enum State: Sendable, Hashable {
+        /// Created; no handshake step taken yet.
+        case idle
+        /// Handshake in progress, waiting for peer bytes.
+        case handshaking
+        /// Handshake complete; application data flows.
+        case established
+        /// The peer sent close_notify or the transport ended after the handshake.
+        case closed
+        /// The handshake or a record failed; `failure` says why.
+        case failed
+    }
+
+    /// Result of one handshake step.
+    public enum HandshakeProgress: Sendable, Hashable {
+        /// Send `takeOutbound()` and feed more peer bytes.
+        case needsInput
+        /// Done (send `takeOutbound()` too: TLS 1.3 servers may have tickets queued).
+        case complete
+        case failed(TLSFailure)
+    }
+
+    /// Result of one read.
+    public enum ReadResult: Sendable, Hashable {
+        /// Decrypted application bytes.
+        case data([UInt8])
+        /// Nothing decrypted yet; feed more peer bytes.
+        case needsInput
+        /// The peer closed cleanly (or the transport ended).
+        case closed
+        case failed(TLSFailure)
+    }
+
+    public let context: TLSContext
+    let ssl: OpaquePointer
+    private let networkIn: OpaquePointer
+    private let networkOut: OpaquePointer
+    /// The name to serve when a ClientHello carries no SNI (server role).
+    let fallbackServerName: String?
+    /// The SNI name (client role) or the name the served leaf was chosen for (server role).
+    public internal(set) var servedName: String?
+    public private(set) var state: State = .idle
+    public private(set) var failure: TLSFailure?
+    private var transportEnded = false
+
+    /// A client engine sends `serverName` as SNI (unless it is an IP literal); a server engine uses
+    /// `fallbackServerName` when the client sends no SNI.
+    public init(context: TLSContext, serverName: String?, fallbackServerName: String? = nil) throws {
+        guard let ssl = SSL_new(context.pointer) else { throw OpenSSLError("SSL_new") }
+        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem()) else {
+            SSL_free(ssl)
+            throw OpenSSLError("BIO_new")
+        }
+        self.ssl = ssl
+        self.context = context
+        networkIn = input
+        networkOut = output
+        self.fallbackServerName = fallbackServerName
+        // An empty input BIO means "retry later", not EOF, until the transport ends.
+        _ = BIO_ctrl(input, BIO_C_SET_BUF_MEM_EOF_RETURN, -1, nil)
+        BIO_up_ref(input)
+        BIO_up_ref(output)
+        SSL_set_bio(ssl, input, output)
+        SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
+        switch context.role {
+        case .client:
+            SSL_set_connect_state(ssl)
+            if let serverName, !LeafCertificateCache.isIPAddress(serverName) {
+                guard ats_SSL_set_tlsext_host_name(ssl, serverName) == 1 else { throw OpenSSLError("set SNI") }
+            }
+            servedName = serverName
+        case .server:
+            SSL_set_accept_state(ssl)
+        }
+    }
+
+    deinit {
+        SSL_free(ssl)
+        BIO_free(networkIn)
+        BIO_free(networkOut)
+    }
+
+    /// Bytes that arrived from the peer.
+    public func receive(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        bytes.withUnsafeBytes { raw in _ = BIO_write(networkIn, raw.baseAddress, Int32(raw.count)) }
+    }
+
+    /// The transport reached EOF (or was reset): once the buffered bytes are consumed, reads see EOF.
+    public func receiveEOF() {
+        transportEnded = true
+        _ = BIO_ctrl(networkIn, BIO_C_SET_BUF_MEM_EOF_RETURN, 0, nil)
+    }
+
+    /// Whether network bytes are waiting to be sent.
+    public var hasOutbound: Bool { BIO_ctrl_pending(networkOut) > 0 }
+
+    /// Takes every pending network byte.
+    public func takeOutbound() -> [UInt8] {
+        let pending = Int(BIO_ctrl_pending(networkOut))
+        guard pending > 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: pending)
+        let read = bytes.withUnsafeMutableBytes { BIO_read(networkOut, $0.baseAddress, Int32(pending)) }
+        return read > 0 ? Array(bytes.prefix(Int(read))) : []
+    }
+
+    /// Advances the handshake as far as the buffered peer bytes allow.
+    public func handshake() -> HandshakeProgress {
+        switch state {
+        case .established: return .complete
+        case .failed, .closed: return .failed(failure ?? TLSFailure(reason: .other, errors: []))
+        case .idle, .handshaking: break
+        }
+        state = .handshaking
+        ERR_clear_error()
+        let result = SSL_do_handshake(ssl)
+        if result == 1 {
+            state = .established
+            return .complete
+        }
+        let error = SSL_get_error(ssl, result)
+        if error == SSL_ERROR_WANT_READ && !transportEnded { return .needsInput }
+        let failure: TLSFailure
+        if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_SYSCALL || error == SSL_ERROR_ZERO_RETURN {
+            let drained = OpenSSLErrorEntry.drain()
+            failure = drained.isEmpty
+                ? TLSFailure(reason: .closedWithoutAlert, errors: []) : TLSFailure.classify(drained, transportEOF: true)
+        } else {
+            failure = TLSFailure.classify(OpenSSLErrorEntry.drain(), transportEOF: transportEnded)
+        }
+        fail(failure)
+        return .failed(failure)
+    }
+
+    private func fail(_ failure: TLSFailure) {
+        self.failure = failure
+        state = .failed
+    }
+
+    /// Encrypts application bytes; returns how many were taken (all of them unless the
+    /// connection is not established).
+    @discardableResult
+    public func write(_ bytes: [UInt8]) -> Int {
+        guard state == .established, !bytes.isEmpty else { return 0 }
+        ERR_clear_error()
+        let written = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
+        if written <= 0 {
+            fail(TLSFailure.classify(OpenSSLErrorEntry.drain(), transportEOF: transportEnded))
+            return 0
+        }
+        return Int(written)
+    }
+
+    /// Decrypts up to `maximum` application bytes from what the peer sent.
+    public func read(maximum: Int = 16384) -> ReadResult {
+        switch state {
+        case .established: break
+        case .closed: return .closed
+        case .failed: return .failed(failure ?? TLSFailure(reason: .other, errors: []))
+        case .idle, .handshaking: return .needsInput
+        }
+        var buffer = [UInt8](repeating: 0, count: maximum)
+        ERR_clear_error()
+        let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32(maximum)) }
+        if count > 0 { return .data(Array(buffer.prefix(Int(count)))) }
+        let error = SSL_get_error(ssl, count)
+        switch error {
+        case SSL_ERROR_WANT_READ where !transportEnded:
+            return .needsInput
+        case SSL_ERROR_ZERO_RETURN:
+            state = .closed
+            return .closed
+        default:
+            let drained = OpenSSLErrorEntry.drain()
+            if drained.isEmpty || transportEnded && drained.allSatisfy({ $0.reason == SSL_R_UNEXPECTED_EOF_WHILE_READING }) {
+                state = .closed
+                return .closed
+            }
+            let failure = TLSFailure.classify(drained, transportEOF: transportEnded)
+            fail(failure)
+            return .failed(failure)
+        }
+    }
+
+    /// Queues close_notify (send `takeOutbound()` afterwards).
+    public func shutdown() {
+        guard state == .established else { return }
+        ERR_clear_error()
+        _ = SSL_shutdown(ssl)
+        ERR_clear_error()
+        state = .closed
+    }
+
+    /// The negotiated ALPN protocol, if any.
+    public var negotiatedALPN: String? {
+        var data: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &data, &length)
+        guard let data, length > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+    }
+
+    /// The negotiated protocol version (after the handshake).
+    public var negotiatedVersion: TLSProtocolVersion? { TLSProtocolVersion(openSSLValue: SSL_version(ssl)) }
+
+    /// The peer's certificate chain as sent (leaf first), each an owned reference.
+    public var peerCertificates: [Certificate] {
+        guard let stack = SSL_get_peer_cert_chain(ssl) else {
+            if let leaf = SSL_get0_peer_certificate(ssl) { return [Certificate(retaining: leaf)] }
+            return []
+        }
+        var result: [Certificate] = []
+        for index in 0..<ats_sk_X509_num(stack) {
+            if let x509 = ats_sk_X509_value(stack, index) { result.append(Certificate(retaining: x509)) }
+        }
+        // A server's own chain (SSL_get_peer_cert_chain) never includes the leaf; a client's does.
+        if context.role == .server, let leaf = SSL_get0_peer_certificate(ssl) {
+            result.insert(Certificate(retaining: leaf), at: 0)
+        }
+        return result
+    }
+}

@@ -1,0 +1,214 @@
+import ATSPolicy
+import COpenSSL
+import COpenSSLShims
+
+/// Which side of the handshake a context or connection plays.
+public enum TLSRole: Sendable, Hashable {
+    /// The proxy towards an upstream server (or a test client).
+    case client
+    /// The proxy towards the app (or a test fixture server).
+    case server
+}
+
+extension TLSProtocolVersion {
+    /// OpenSSL's constant (TLS1_VERSION …).
+    var openSSLValue: Int32 {
+        switch self {
+        case .tls10: TLS1_VERSION
+        case .tls11: TLS1_1_VERSION
+        case .tls12: TLS1_2_VERSION
+        case .tls13: TLS1_3_VERSION
+        }
+    }
+
+    init?(openSSLValue: Int32) {
+        switch openSSLValue {
+        case TLS1_VERSION: self = .tls10
+        case TLS1_1_VERSION: self = .tls11
+        case TLS1_2_VERSION: self = .tls12
+        case TLS1_3_VERSION: self = .tls13
+        default: return nil
+        }
+    }
+}
+
+/// Owns one `SSL_CTX`. Configure it with the `set…`/`use…` methods before the first connection is
+/// made; afterwards it is only read (OpenSSL allows concurrent `SSL_new` from a configured
+/// context), which is what makes the `@unchecked Sendable` sound. `deinit` frees it.
+public final class TLSContext: @unchecked Sendable {
+    let pointer: OpaquePointer
+    public let role: TLSRole
+    /// Kept alive for the servername callback (server contexts that mint per SNI).
+    var sniProvider: SNICertificateProvider?
+    /// The ALPN selection hook of a server context.
+    var alpnSelector: (@Sendable ([String]) -> String?)?
+    /// Bytes of the client ALPN list (length-prefixed) of a client context.
+    private(set) var alpnWire: [UInt8] = []
+
+    public init(role: TLSRole) throws {
+        guard let context = SSL_CTX_new(role == .client ? TLS_client_method() : TLS_server_method()) else {
+            throw OpenSSLError("SSL_CTX_new")
+        }
+        pointer = context
+        self.role = role
+        _ = ats_SSL_CTX_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
+        _ = SSL_CTX_set_options(context, ats_SSL_OP_NO_COMPRESSION | ats_SSL_OP_NO_RENEGOTIATION)
+        SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
+    }
+
+    deinit { SSL_CTX_free(pointer) }
+
+    /// Lowest and highest protocol versions.
+    public func setVersions(minimum: TLSProtocolVersion, maximum: TLSProtocolVersion) throws {
+        try check(ats_SSL_CTX_set_min_proto_version(pointer, minimum.openSSLValue), "set minimum TLS version")
+        try check(ats_SSL_CTX_set_max_proto_version(pointer, maximum.openSSLValue), "set maximum TLS version")
+    }
+
+    /// OpenSSL security level (0 = anything goes; 2 = the compiled-in default).
+    public func setSecurityLevel(_ level: Int) { SSL_CTX_set_security_level(pointer, Int32(level)) }
+
+    /// The TLS ≤ 1.2 cipher list (OpenSSL names, colon-separated).
+    public func setCipherList(_ list: String) throws {
+        try check(SSL_CTX_set_cipher_list(pointer, list), "set cipher list \(list)")
+    }
+
+    /// The TLS 1.3 suites (colon-separated); an empty string disables TLS 1.3 suites.
+    public func setTLS13Suites(_ list: String) throws {
+        try check(SSL_CTX_set_ciphersuites(pointer, list), "set TLS 1.3 suites \(list)")
+    }
+
+    /// Supported groups, e.g. "X25519:P-256:P-384".
+    public func setGroups(_ list: String) throws {
+        try check(ats_SSL_CTX_set1_groups_list(pointer, list), "set groups \(list)")
+    }
+
+    /// Sets the raw SSL_CTX options (e.g. server cipher preference for fixtures).
+    public func preferServerCiphers() { _ = SSL_CTX_set_options(pointer, ats_SSL_OP_CIPHER_SERVER_PREFERENCE) }
+
+    /// The certificate, key and extra chain a server context presents to every client.
+    public func useCertificate(_ certificate: Certificate, key: PrivateKey, chain: [Certificate] = []) throws {
+        try check(SSL_CTX_use_certificate(pointer, certificate.pointer), "SSL_CTX_use_certificate")
+        try check(SSL_CTX_use_PrivateKey(pointer, key.pointer), "SSL_CTX_use_PrivateKey")
+        for extra in chain { try check(ats_SSL_CTX_add1_chain_cert(pointer, extra.pointer), "add chain certificate") }
+    }
+
+    /// Protocols a client context offers in ALPN, in preference order.
+    public func setClientALPN(_ protocols: [String]) throws {
+        var wire: [UInt8] = []
+        for name in protocols {
+            let bytes = Array(name.utf8)
+            wire.append(UInt8(bytes.count))
+            wire.append(contentsOf: bytes)
+        }
+        alpnWire = wire
+        // SSL_CTX_set_alpn_protos returns 0 on success (pitfall 18).
+        guard SSL_CTX_set_alpn_protos(pointer, wire, UInt32(wire.count)) == 0 else {
+            throw OpenSSLError("SSL_CTX_set_alpn_protos")
+        }
+    }
+
+    /// Installs the server-side ALPN hook: it gets the client's offered protocols and returns
+    /// the one to use, or nil to proceed without ALPN.
+    public func setALPNSelector(_ selector: @escaping @Sendable ([String]) -> String?) {
+        alpnSelector = selector
+        SSL_CTX_set_alpn_select_cb(
+            pointer,
+            { _, out, outLength, input, inputLength, arg in
+                guard let arg, let input, let out, let outLength else { return SSL_TLSEXT_ERR_NOACK }
+                let context = Unmanaged<TLSContext>.fromOpaque(arg).takeUnretainedValue()
+                guard let selector = context.alpnSelector else { return SSL_TLSEXT_ERR_NOACK }
+                var offered: [(name: String, offset: Int)] = []
+                var index = 0
+                let count = Int(inputLength)
+                while index < count {
+                    let length = Int(input[index])
+                    guard index + 1 + length <= count else { break }
+                    let name = String(decoding: UnsafeBufferPointer(start: input + index + 1, count: length), as: UTF8.self)
+                    offered.append((name, index))
+                    index += 1 + length
+                }
+                guard let chosen = selector(offered.map(\.name)), let match = offered.first(where: { $0.name == chosen })
+                else { return SSL_TLSEXT_ERR_NOACK }
+                out.pointee = input + match.offset + 1
+                outLength.pointee = input[match.offset]
+                return SSL_TLSEXT_ERR_OK
+            }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Installs the servername callback: for every ClientHello it asks `provider` for the
+    /// certificate to serve (for the SNI name, or the connection's fallback host without SNI).
+    func setSNIProvider(_ provider: SNICertificateProvider) {
+        sniProvider = provider
+        _ = ats_SSL_CTX_set_tlsext_servername_arg(pointer, Unmanaged.passUnretained(self).toOpaque())
+        _ = ats_SSL_CTX_set_tlsext_servername_callback(pointer) { ssl, alert, arg in
+            guard let ssl, let arg else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+            let context = Unmanaged<TLSContext>.fromOpaque(arg).takeUnretainedValue()
+            guard let provider = context.sniProvider else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+            var name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name).map { String(cString: $0) }
+            if name == nil, let owner = SSL_get_ex_data(ssl, 0) {
+                name = Unmanaged<TLSConnection>.fromOpaque(owner).takeUnretainedValue().fallbackServerName
+            }
+            guard let name, let leaf = try? provider.leaf(for: name) else {
+                alert?.pointee = SSL_AD_UNRECOGNIZED_NAME
+                return SSL_TLSEXT_ERR_ALERT_FATAL
+            }
+            // Certificates live in per-key-type slots: clear before installing (pitfall 13).
+            SSL_certs_clear(ssl)
+            guard SSL_use_certificate(ssl, leaf.certificate.pointer) == 1,
+                SSL_use_PrivateKey(ssl, leaf.key.pointer) == 1
+            else {
+                alert?.pointee = SSL_AD_INTERNAL_ERROR
+                return SSL_TLSEXT_ERR_ALERT_FATAL
+            }
+            for extra in leaf.chain { _ = ats_SSL_add1_chain_cert(ssl, extra.pointer) }
+            if let owner = SSL_get_ex_data(ssl, 0) {
+                Unmanaged<TLSConnection>.fromOpaque(owner).takeUnretainedValue().servedName = name
+            }
+            return SSL_TLSEXT_ERR_OK
+        }
+    }
+}
+
+/// Supplies the leaf a server context serves for a name (the proxy's leaf cache, or a test's
+/// fixed certificate). Called on the handshaking thread; must be thread-safe.
+protocol SNICertificateProvider: AnyObject, Sendable {
+    func leaf(for name: String) throws -> MintedLeaf
+}
+
+extension LeafCertificateCache: SNICertificateProvider {}
+
+/// The client-facing TLS context of the proxy: TLS 1.2 and 1.3, ECDHE suites only, a leaf per
+/// SNI name from the leaf cache (the CONNECT host without SNI), and an ALPN hook the caller
+/// chooses (default: prefer h2, then http/1.1, among what the proxy enables).
+public final class ServerTLSContext: Sendable {
+    public let context: TLSContext
+    public let leaves: LeafCertificateCache
+
+    /// The default selection: the first of `supported` that the client offers.
+    public static func preferring(_ supported: [String]) -> @Sendable ([String]) -> String? {
+        { offered in supported.first { offered.contains($0) } }
+    }
+
+    public init(
+        leaves: LeafCertificateCache,
+        alpn: @escaping @Sendable ([String]) -> String? = ServerTLSContext.preferring(["h2", "http/1.1"])
+    ) throws {
+        let context = try TLSContext(role: .server)
+        try context.setVersions(minimum: .tls12, maximum: .tls13)
+        try context.setCipherList(
+            "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:"
+                + "ECDHE-ECDSA-AES256-SHA:ECDHE-ECDSA-AES128-SHA")
+        try context.setTLS13Suites("TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256")
+        _ = ats_SSL_CTX_set_session_cache_mode(context.pointer, Int(SSL_SESS_CACHE_SERVER))
+        context.setSNIProvider(leaves)
+        context.setALPNSelector(alpn)
+        self.context = context
+        self.leaves = leaves
+    }
+
+    /// A server-side engine for one accepted client. `connectHost` is the CONNECT target, used
+    /// when the ClientHello carries no SNI.
+    public func makeConnection(connectHost: String) throws -> TLSConnection {
+        try TLSConnection(context: context, serverName: nil, fallbackServerName: connectHost)
+    }
+}

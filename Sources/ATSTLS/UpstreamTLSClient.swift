@@ -1,0 +1,99 @@
+import ATSPolicy
+import COpenSSL
+import COpenSSLShims
+import Foundation
+import Synchronization
+
+/// Builds upstream (client) TLS engines whose ClientHello looks like Apple's for a decision:
+/// exactly the versions and suites `TLSRequirements` allows, SNI, ALPN h2/http1.1, and security
+/// level 0 only when the requirements allow TLS below 1.2 or weaker algorithms. Certificate checks
+/// are not delegated to OpenSSL's handshake (it accepts CN-only names, missing EKU, long validity,
+/// SHA-224); `summarize` verifies against `trust` and `UpstreamJudge` decides.
+///
+/// Thread-safe: contexts are cached per configuration behind a `Mutex` and only read afterwards.
+public final class UpstreamTLSClient: Sendable {
+    public let trust: TrustStore
+    public let ctLogs: CTLogStore?
+    /// ALPN offered upstream.
+    public let alpn: [String]
+    private let contexts = Mutex<[String: TLSContext]>([:])
+
+    public init(trust: TrustStore, ctLogs: CTLogStore? = nil, alpn: [String] = ["h2", "http/1.1"]) {
+        self.trust = trust
+        self.ctLogs = ctLogs
+        self.alpn = alpn
+    }
+
+    /// The groups an Apple client offers.
+    static let groups = "X25519:P-256:P-384:P-521"
+
+    /// What a context offers.
+    struct Offer: Hashable {
+        var minimum: TLSProtocolVersion
+        var maximum: TLSProtocolVersion
+        var cipherList: String
+        var tls13Suites: String
+        var securityLevel: Int
+
+        var key: String { "\(minimum)|\(maximum)|\(cipherList)|\(tls13Suites)|\(securityLevel)" }
+    }
+
+    /// Whether the requirements allow something OpenSSL's default level 2 refuses.
+    static func needsLevelZero(_ requirements: TLSRequirements) -> Bool {
+        requirements.minimumVersion < .tls12 || requirements.minimumRSAKeyBits < 2048
+            || requirements.minimumSignatureHash < .sha224 || (requirements.minimumECKeyBits > 0 && requirements.minimumECKeyBits < 224)
+    }
+
+    static func offer(for requirements: TLSRequirements) -> Offer {
+        var maximum = requirements.maximumVersion
+        let tls13 = requirements.openSSLTLS13Suites
+        if tls13.isEmpty && maximum == .tls13 { maximum = .tls12 }
+        return Offer(
+            minimum: requirements.minimumVersion, maximum: max(maximum, requirements.minimumVersion),
+            cipherList: requirements.openSSLCipherList, tls13Suites: tls13,
+            securityLevel: needsLevelZero(requirements) ? 0 : 2)
+    }
+
+    func context(for offer: Offer) throws -> TLSContext {
+        if let cached = contexts.withLock({ $0[offer.key] }) { return cached }
+        let context = try TLSContext(role: .client)
+        context.setSecurityLevel(offer.securityLevel)
+        try context.setVersions(minimum: offer.minimum, maximum: offer.maximum)
+        if offer.cipherList.isEmpty {
+            // Only TLS 1.3 is possible; an empty 1.2 list is not accepted, so keep a harmless one.
+            try context.setCipherList("ECDHE-ECDSA-AES128-GCM-SHA256")
+        } else {
+            try context.setCipherList(offer.cipherList)
+        }
+        try context.setTLS13Suites(offer.tls13Suites)
+        try context.setGroups(Self.groups)
+        try context.setClientALPN(alpn)
+        // Collect SCTs from the TLS extension and OCSP too (validation is ours: pitfall 16).
+        _ = SSL_CTX_enable_ct(context.pointer, Int32(SSL_CT_VALIDATION_PERMISSIVE))
+        ERR_clear_error()
+        _ = SSL_CTX_set_options(context.pointer, ats_SSL_OP_NO_TICKET)
+        contexts.withLock { $0[offer.key] = context }
+        return context
+    }
+
+    /// An engine for the enforcement handshake of `requirements` towards `host` (SNI unless an IP).
+    public func makeConnection(requirements: TLSRequirements, host: String) throws -> TLSConnection {
+        try TLSConnection(context: try context(for: Self.offer(for: requirements)), serverName: host)
+    }
+
+    /// An engine for a permissive explanation probe: level 0, exactly `version`, and the given
+    /// suites (every suite OpenSSL has when nil).
+    public func makeProbeConnection(
+        version: TLSProtocolVersion, cipherList: String? = nil, host: String
+    ) throws -> TLSConnection {
+        let offer = Offer(
+            minimum: version, maximum: version, cipherList: cipherList ?? "ALL:COMPLEMENTOFALL:@SECLEVEL=0",
+            tls13Suites: "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256", securityLevel: 0)
+        return try TLSConnection(context: try context(for: offer), serverName: host)
+    }
+
+    /// The summary of an established engine, verified for `host` at `time`.
+    public func summarize(_ connection: TLSConnection, host: String, time: Date) -> HandshakeSummary {
+        HandshakeSummary.read(from: connection, host: host, trust: trust, ctLogs: ctLogs, time: time)
+    }
+}
