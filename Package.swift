@@ -48,7 +48,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"]),
+        .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], exclude: ["Golden"]),
         .testTarget(name: "ATSTLSTests", dependencies: ["ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims"]),
         .testTarget(name: "ATSProxyCoreTests", dependencies: ["ATSProxyCore", "ATSPolicy"]),
         .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore"]),

@@ -33,7 +33,8 @@ public struct ATSConfigurationParser: Sendable {
             configuration.messages.append(
                 ConfigMessage(
                     code: "ats-not-dictionary", severity: .error, keyPath: .ats,
-                    message: "NSAppTransportSecurity is \(article(value.typeName)), not a dictionary; ATS uses its defaults",
+                    message:
+                        "NSAppTransportSecurity is \(article(value.typeName)), not a dictionary; ATS uses its defaults",
                     fix: "make NSAppTransportSecurity a <dict>"))
             return configuration
         }
@@ -50,7 +51,8 @@ public struct ATSConfigurationParser: Sendable {
             root, ATSKey.allowsArbitraryLoadsInWebContent, path, &configuration.messages)
         configuration.allowsLocalNetworking = boolean(root, ATSKey.allowsLocalNetworking, path, &configuration.messages)
 
-        for (legacy, official) in ATSKey.legacyTopLevelAliases.sorted(by: { $0.key < $1.key }) where root[legacy] != nil {
+        for (legacy, official) in ATSKey.legacyTopLevelAliases.sorted(by: { $0.key < $1.key }) where root[legacy] != nil
+        {
             if options.legacyKeysAsAliases {
                 if root[official] == nil {
                     configuration.allowsArbitraryLoadsForMedia = boolean(
@@ -64,7 +66,8 @@ public struct ATSConfigurationParser: Sendable {
         }
 
         if let niap = root[ATSKey.requiresNIAP] {
-            configuration.niapPackage = niapValue(niap, path.appending(ATSKey.requiresNIAP), &configuration.messages) ?? .none
+            configuration.niapPackage =
+                niapValue(niap, path.appending(ATSKey.requiresNIAP), &configuration.messages) ?? .none
         }
 
         if let exceptions = root[ATSKey.exceptionDomains] {
@@ -110,7 +113,8 @@ public struct ATSConfigurationParser: Sendable {
             messages.append(
                 ConfigMessage(
                     code: "wrong-type", severity: .error, keyPath: path,
-                    message: "the exception for \(key) is \(article(value.typeName)), so it is skipped and \(key) gets the global policy",
+                    message:
+                        "the exception for \(key) is \(article(value.typeName)), so it is skipped and \(key) gets the global policy",
                     fix: "make \(key) a <dict> (an empty <dict/> means full ATS for this host)",
                     appleLog: "App Transport Security exception must be a dictionary"))
             return nil
@@ -132,7 +136,9 @@ public struct ATSConfigurationParser: Sendable {
         domain.requiresCertificateTransparency = boolean(
             entry, ATSKey.requiresCertificateTransparency, path, &messages
         ).resolved(default: false)
-        if let version = minimumTLS(entry[ATSKey.exceptionMinimumTLSVersion], path.appending(ATSKey.exceptionMinimumTLSVersion), &messages) {
+        if let version = minimumTLS(
+            entry[ATSKey.exceptionMinimumTLSVersion], path.appending(ATSKey.exceptionMinimumTLSVersion), &messages)
+        {
             domain.minimumTLSVersion = version
             domain.minimumTLSVersionSpecified = true
         }
@@ -185,11 +191,13 @@ public struct ATSConfigurationParser: Sendable {
                 messages.append(
                     ConfigMessage(
                         code: "wrong-type", severity: .error, keyPath: path.appending(ATSKey.includesSubdomains),
-                        message: "NSIncludesSubdomains is \(article(flag.typeName)); pinning only honours a Boolean true",
+                        message:
+                            "NSIncludesSubdomains is \(article(flag.typeName)); pinning only honours a Boolean true",
                         fix: "use <true/>"))
             }
         }
-        domain.caIdentities = pinList(entry[ATSKey.pinnedCAIdentities], path.appending(ATSKey.pinnedCAIdentities), &messages)
+        domain.caIdentities = pinList(
+            entry[ATSKey.pinnedCAIdentities], path.appending(ATSKey.pinnedCAIdentities), &messages)
         domain.leafIdentities = pinList(
             entry[ATSKey.pinnedLeafIdentities], path.appending(ATSKey.pinnedLeafIdentities), &messages)
         return domain
@@ -204,7 +212,8 @@ public struct ATSConfigurationParser: Sendable {
             messages.append(
                 ConfigMessage(
                     code: "wrong-type", severity: .error, keyPath: path,
-                    message: "\(path.components.last ?? "") is \(article(value.typeName)), not an array; the host is pinned to nothing and every connection fails",
+                    message:
+                        "\(path.components.last ?? "") is \(article(value.typeName)), not an array; the host is pinned to nothing and every connection fails",
                     fix: "make it an <array> of <dict> with SPKI-SHA256-BASE64"))
             return PinList(digests: [], invalidCount: 1)
         }
@@ -226,7 +235,9 @@ public struct ATSConfigurationParser: Sendable {
                     ConfigMessage(
                         code: "invalid-pin", severity: .error, keyPath: itemPath.appending(ATSKey.spkiSHA256),
                         message: "'\(text)' is not the base64 of a 32-byte SHA-256 digest",
-                        fix: "compute it with: openssl x509 -pubkey -noout -in cert.pem | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"))
+                        fix:
+                            "compute it with: openssl x509 -pubkey -noout -in cert.pem | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"
+                    ))
                 continue
             }
             list.digests.append(digest)
@@ -276,7 +287,9 @@ public struct ATSConfigurationParser: Sendable {
         }
     }
 
-    private func minimumTLS(_ value: PlistValue?, _ path: KeyPath, _ messages: inout [ConfigMessage]) -> TLSProtocolVersion? {
+    private func minimumTLS(_ value: PlistValue?, _ path: KeyPath, _ messages: inout [ConfigMessage])
+        -> TLSProtocolVersion?
+    {
         guard let value else { return nil }
         let key = path.components.last ?? ATSKey.exceptionMinimumTLSVersion
         guard case .string(let text) = value else {
@@ -289,12 +302,14 @@ public struct ATSConfigurationParser: Sendable {
             return nil
         }
         guard let version = TLSProtocolVersion(plistString: text) else {
-            let guess = TLSProtocolVersion.allCases.first { $0.rawValue.lowercased() == text.lowercased() }
+            let guess =
+                TLSProtocolVersion.allCases.first { $0.rawValue.lowercased() == text.lowercased() }
                 ?? TLSProtocolVersion.allCases.first { text.hasSuffix(String($0.rawValue.suffix(3))) }
             messages.append(
                 ConfigMessage(
                     code: "invalid-tls-version", severity: .error, keyPath: path,
-                    message: "'\(text)' is not a valid \(key) (valid: TLSv1.0, TLSv1.1, TLSv1.2, TLSv1.3; exact case), so the default TLSv1.2 applies",
+                    message:
+                        "'\(text)' is not a valid \(key) (valid: TLSv1.0, TLSv1.1, TLSv1.2, TLSv1.3; exact case), so the default TLSv1.2 applies",
                     fix: guess.map { "write \($0.rawValue)" } ?? "use one of TLSv1.0, TLSv1.1, TLSv1.2, TLSv1.3"))
             return nil
         }

@@ -55,7 +55,9 @@ public struct ATSEvaluator: Sendable {
         if let address {
             if let exact = exceptions[host], exact.kind != .invalidCIDR {
                 steps.append(
-                    RuleStep("NSExceptionDomains has an entry for the address \(host).", keyPath: exceptionsPath.appending(host)))
+                    RuleStep(
+                        "NSExceptionDomains has an entry for the address \(host).",
+                        keyPath: exceptionsPath.appending(host)))
                 if !platform.has(.externalIPAddressesRequireATS) {
                     steps.append(
                         RuleStep(
@@ -195,7 +197,8 @@ public struct ATSEvaluator: Sendable {
                 let reason: String
                 switch local {
                 case .unqualifiedName, .dotLocal, .localAddress:
-                    reason = config.allowsLocalNetworking.isYes
+                    reason =
+                        config.allowsLocalNetworking.isYes
                         ? "NSAllowsLocalNetworking = YES exempts it" : "ATS exempts local hosts by default"
                 case .anyAddress:
                     reason =
@@ -204,7 +207,8 @@ public struct ATSEvaluator: Sendable {
                 steps.append(
                     RuleStep(
                         "The host is \(article(local.rawValue)); \(reason).",
-                        keyPath: config.allowsLocalNetworking.isYes ? atsPath.appending(ATSKey.allowsLocalNetworking) : nil))
+                        keyPath: config.allowsLocalNetworking.isYes
+                            ? atsPath.appending(ATSKey.allowsLocalNetworking) : nil))
                 return false
             }
             steps.append(
@@ -242,7 +246,8 @@ public struct ATSEvaluator: Sendable {
             ].compactMap { $0 }
             let sourceNote =
                 exemptions.isEmpty
-                ? "" : " (the fine-grained exemptions cover \(exemptions.joined(separator: " and ")), not \(source.displayName) loads)"
+                ? ""
+                : " (the fine-grained exemptions cover \(exemptions.joined(separator: " and ")), not \(source.displayName) loads)"
             steps.append(RuleStep("No key exempts this load, so ATS is required\(sourceNote)."))
             return true
         }
@@ -325,16 +330,19 @@ public struct ATSEvaluator: Sendable {
 
     private func cleartextFix(host: String, exception: ExceptionDomain?, local: LocalHostKind?) -> String {
         if let exception {
-            return "set NSExceptionAllowsInsecureHTTPLoads = YES in NSExceptionDomains → \(exception.key) (App Review asks for a justification), or load the URL over https://"
+            return
+                "set NSExceptionAllowsInsecureHTTPLoads = YES in NSExceptionDomains → \(exception.key) (App Review asks for a justification), or load the URL over https://"
         }
         if local != nil && configuration.allowsLocalNetworking.isExplicitNo {
             return "set NSAllowsLocalNetworking = YES (or remove the explicit NO), or load the URL over https://"
         }
         if local == nil, let address = IPAddress(parsing: host) {
             _ = address
-            return "add NSExceptionDomains → \(host) (or a CIDR block containing it) with NSExceptionAllowsInsecureHTTPLoads = YES (App Review asks for a justification), or load the URL over https://"
+            return
+                "add NSExceptionDomains → \(host) (or a CIDR block containing it) with NSExceptionAllowsInsecureHTTPLoads = YES (App Review asks for a justification), or load the URL over https://"
         }
-        return "add NSExceptionDomains → \(host) with NSExceptionAllowsInsecureHTTPLoads = YES (App Review asks for a justification), or load the URL over https://"
+        return
+            "add NSExceptionDomains → \(host) with NSExceptionAllowsInsecureHTTPLoads = YES (App Review asks for a justification), or load the URL over https://"
     }
 
     // MARK: - TLS requirements (reference §2.3 step 4, §3)
@@ -354,7 +362,8 @@ public struct ATSEvaluator: Sendable {
         let strict = platform.has(.strictServerCertificates)
         let platformRSA = platform.has(.platformRejectsSHA1AndSmallRSA) ? 2048 : 0
         let platformEC = strict ? 256 : 0
-        var minimumHash: SignatureHash = strict ? .sha224 : (platform.has(.platformRejectsSHA1AndSmallRSA) ? .sha224 : .sha1)
+        var minimumHash: SignatureHash =
+            strict ? .sha224 : (platform.has(.platformRejectsSHA1AndSmallRSA) ? .sha224 : .sha1)
         var trustKind: TrustPolicy.Kind = .standard
         var mayOverride = true
         var niap: NIAPPackage = .none
@@ -436,10 +445,13 @@ public struct ATSEvaluator: Sendable {
         var caps: [ValidityCap] = []
         if strict {
             caps = [
-                ValidityCap(anchors: .system, notBeforeOnOrAfter: TrustDates.systemCap825, maximumDays: 825, slackSeconds: 3600),
-                ValidityCap(anchors: .system, notBeforeOnOrAfter: TrustDates.systemCap398, maximumDays: 398, slackSeconds: 0),
                 ValidityCap(
-                    anchors: .userInstalled, notBeforeOnOrAfter: TrustDates.iOS13Rules, maximumDays: 825, slackSeconds: 3600),
+                    anchors: .system, notBeforeOnOrAfter: TrustDates.systemCap825, maximumDays: 825, slackSeconds: 3600),
+                ValidityCap(
+                    anchors: .system, notBeforeOnOrAfter: TrustDates.systemCap398, maximumDays: 398, slackSeconds: 0),
+                ValidityCap(
+                    anchors: .userInstalled, notBeforeOnOrAfter: TrustDates.iOS13Rules, maximumDays: 825,
+                    slackSeconds: 3600),
             ]
         }
         let ctKeyHonoured: Bool
@@ -456,7 +468,8 @@ public struct ATSEvaluator: Sendable {
             atsGoverned: governed, minimumVersion: minimum, maximumVersion: maximum, cipherSuites: suites,
             cipherListUnrestricted: unrestricted, forwardSecrecyRequired: forwardSecrecy, minimumRSAKeyBits: minimumRSA,
             minimumECKeyBits: minimumEC, atsKeySizeCheck: atsKeySize, minimumSignatureHash: minimumHash,
-            trust: TrustPolicy(kind: trustKind, appMayOverride: mayOverride, appOverrides: options.appOverridesTrust(for: host)),
+            trust: TrustPolicy(
+                kind: trustKind, appMayOverride: mayOverride, appOverrides: options.appOverridesTrust(for: host)),
             requireSubjectAltName: strict, requireServerAuthEKUIssuedAfter: strict ? TrustDates.iOS13Rules : nil,
             validityCaps: caps, certificateTransparency: ct, pins: pins(for: host), niap: niap)
     }

@@ -74,7 +74,8 @@ public struct ATSLinter: Sendable {
         var findings: [ConfigMessage] = []
         let topKnown = Set(ATSKey.topLevel).union(ATSKey.legacyTopLevelAliases.keys)
         for key in root.keys.sorted() where !topKnown.contains(key) {
-            findings.append(unknownKey(key, path: KeyPath.ats.appending(key), candidates: ATSKey.topLevel, where: "top level"))
+            findings.append(
+                unknownKey(key, path: KeyPath.ats.appending(key), candidates: ATSKey.topLevel, where: "top level"))
         }
         if case .dictionary(let entries)? = root[ATSKey.exceptionDomains] {
             let known = Set(ATSKey.exceptionEntry).union(ATSKey.legacyExceptionAliases.keys)
@@ -112,7 +113,8 @@ public struct ATSLinter: Sendable {
         if let suggestion = closest(key, in: candidates) {
             return ConfigMessage(
                 code: "unknown-key", severity: .error, keyPath: path,
-                message: "\(key) is not an ATS key at \(place) and is ignored; it looks like a misspelling of \(suggestion)",
+                message:
+                    "\(key) is not an ATS key at \(place) and is ignored; it looks like a misspelling of \(suggestion)",
                 fix: "rename it to \(suggestion)")
         }
         return ConfigMessage(
@@ -142,8 +144,11 @@ public struct ATSLinter: Sendable {
                     findings.append(
                         ConfigMessage(
                             code: "ip-key-old-os", severity: .warning, keyPath: path,
-                            message: "IP and CIDR exception keys are documented only from iOS 17 / macOS 14; on \(platform) this entry may not apply",
-                            fix: "for older OSes, rely on the IP exemption (iOS 10–16 exempt all IP addresses) or NSAllowsArbitraryLoads"))
+                            message:
+                                "IP and CIDR exception keys are documented only from iOS 17 / macOS 14; on \(platform) this entry may not apply",
+                            fix:
+                                "for older OSes, rely on the IP exemption (iOS 10–16 exempt all IP addresses) or NSAllowsArbitraryLoads"
+                        ))
                 }
                 if case .dictionary(let fields)? = root[ATSKey.exceptionDomains]?.dictionaryValue?[key],
                     fields[ATSKey.includesSubdomains] != nil
@@ -163,7 +168,8 @@ public struct ATSLinter: Sendable {
                     ConfigMessage(
                         code: "obsolete-key", severity: .warning,
                         keyPath: path.appending(ATSKey.requiresCertificateTransparency),
-                        message: "NSRequiresCertificateTransparency is obsolete: iOS requires CT for publicly trusted certificates anyway, and on old OSes it broke debugging proxies",
+                        message:
+                            "NSRequiresCertificateTransparency is obsolete: iOS requires CT for publicly trusted certificates anyway, and on old OSes it broke debugging proxies",
                         fix: "remove it"))
             }
             if entry.minimumTLSVersionSpecified && entry.minimumTLSVersion < .tls12
@@ -173,7 +179,8 @@ public struct ATSLinter: Sendable {
                     ConfigMessage(
                         code: "tls-floor", severity: .warning,
                         keyPath: path.appending(ATSKey.exceptionMinimumTLSVersion),
-                        message: "\(entry.minimumTLSVersion) is reportedly not honoured on iOS/macOS 26 and later: connections to a server without TLS 1.2 fail there",
+                        message:
+                            "\(entry.minimumTLSVersion) is reportedly not honoured on iOS/macOS 26 and later: connections to a server without TLS 1.2 fail there",
                         fix: "upgrade the server to TLS 1.2 or later"))
             }
             if entry.minimumTLSVersionSpecified && entry.minimumTLSVersion == .tls13 && !platform.has(.tls13) {
@@ -181,7 +188,8 @@ public struct ATSLinter: Sendable {
                     ConfigMessage(
                         code: "tls13-unavailable", severity: .error,
                         keyPath: path.appending(ATSKey.exceptionMinimumTLSVersion),
-                        message: "TLSv1.3 is required but \(platform) has no TLS 1.3, so every connection to \(key) fails",
+                        message:
+                            "TLSv1.3 is required but \(platform) has no TLS 1.3, so every connection to \(key) fails",
                         fix: "use TLSv1.2"))
             }
         }
@@ -191,6 +199,14 @@ public struct ATSLinter: Sendable {
     /// Traps shared by exception and pinned keys: case, port, wildcard, scheme, dots, spaces.
     private func hostKeyTraps(_ key: String, path: KeyPath, exactMatchOnly: Bool) -> [ConfigMessage] {
         var findings: [ConfigMessage] = []
+        if key.contains("://") {
+            findings.append(
+                ConfigMessage(
+                    code: "scheme-in-key", severity: .error, keyPath: path,
+                    message: "'\(key)' contains a URL scheme; keys are bare host names, so it never matches",
+                    fix: "use '\(hostPart(of: key))'"))
+            return findings
+        }
         let kind = ExceptionKeyKind.classify(key)
         if case .host = kind {
         } else {
@@ -202,14 +218,6 @@ public struct ATSLinter: Sendable {
                     code: "bad-domain-key", severity: .error, keyPath: path,
                     message: "'\(key)' is empty or contains white space, so it never matches a host",
                     fix: "write the bare host name, e.g. api.example.com"))
-            return findings
-        }
-        if key.contains("://") {
-            findings.append(
-                ConfigMessage(
-                    code: "scheme-in-key", severity: .error, keyPath: path,
-                    message: "'\(key)' contains a URL scheme; keys are bare host names, so it never matches",
-                    fix: "use '\(hostPart(of: key))'"))
             return findings
         }
         if key.hasPrefix("*.") || key.contains("*") {
@@ -240,14 +248,16 @@ public struct ATSLinter: Sendable {
             findings.append(
                 ConfigMessage(
                     code: "uppercase-key", severity: .error, keyPath: path,
-                    message: "'\(key)' has upper-case letters; ATS compares exception keys with the lower-cased host, so it never matches",
+                    message:
+                        "'\(key)' has upper-case letters; ATS compares exception keys with the lower-cased host, so it never matches",
                     fix: "use '\(key.lowercased())'"))
         }
         if key.hasSuffix(".") {
             findings.append(
                 ConfigMessage(
                     code: "trailing-dot-key", severity: .warning, keyPath: path,
-                    message: "'\(key)' ends with a dot, so it matches only URLs written with the trailing dot, not '\(key.dropLast())'",
+                    message:
+                        "'\(key)' ends with a dot, so it matches only URLs written with the trailing dot, not '\(key.dropLast())'",
                     fix: "use '\(key.dropLast())'"))
         }
         return findings
@@ -271,15 +281,19 @@ public struct ATSLinter: Sendable {
                 findings.append(
                     ConfigMessage(
                         code: "pin-nothing", severity: .warning, keyPath: path,
-                        message: "the entry has neither NSPinnedLeafIdentities nor NSPinnedCAIdentities, so it pins nothing",
+                        message:
+                            "the entry has neither NSPinnedLeafIdentities nor NSPinnedCAIdentities, so it pins nothing",
                         fix: "add NSPinnedCAIdentities (preferred) or NSPinnedLeafIdentities"))
             }
-            for (name, list) in [(ATSKey.pinnedLeafIdentities, entry.leafIdentities), (ATSKey.pinnedCAIdentities, entry.caIdentities)] {
+            for (name, list) in [
+                (ATSKey.pinnedLeafIdentities, entry.leafIdentities), (ATSKey.pinnedCAIdentities, entry.caIdentities),
+            ] {
                 guard let list, list.digests.isEmpty else { continue }
                 findings.append(
                     ConfigMessage(
                         code: "pin-empty", severity: .error, keyPath: path.appending(name),
-                        message: "\(name) holds no valid SPKI-SHA256-BASE64 digest, so every connection to \(key) fails (pinning fails closed)",
+                        message:
+                            "\(name) holds no valid SPKI-SHA256-BASE64 digest, so every connection to \(key) fails (pinning fails closed)",
                         fix: "add the base64 SHA-256 of the certificate's SubjectPublicKeyInfo"))
             }
         }
@@ -302,15 +316,19 @@ public struct ATSLinter: Sendable {
                     message: supportsOld
                         ? "NSAllowsArbitraryLoads = YES is honoured only on iOS 9; on iOS 10+ it is ignored because \(keys) present (Apple's compatibility pattern)"
                         : "NSAllowsArbitraryLoads = YES is silently ignored on iOS 10 / macOS 10.12 and later because \(keys) present (presence alone, whatever the value)",
-                    fix: supportsOld ? nil : "remove NSAllowsArbitraryLoads, or remove \(keyList) if you really need arbitrary loads"))
+                    fix: supportsOld
+                        ? nil : "remove NSAllowsArbitraryLoads, or remove \(keyList) if you really need arbitrary loads"
+                ))
         }
         if configuration.allowsLocalNetworking.isExplicitNo {
             findings.append(
                 ConfigMessage(
                     code: "local-networking-no", severity: .warning,
                     keyPath: KeyPath.ats.appending(ATSKey.allowsLocalNetworking),
-                    message: "an explicit NSAllowsLocalNetworking = NO removes the default exemption for local hosts: http://localhost and LAN addresses are blocked"
-                        + (configuration.allowsArbitraryLoads.isYes ? ", and it also cancels NSAllowsArbitraryLoads" : ""),
+                    message:
+                        "an explicit NSAllowsLocalNetworking = NO removes the default exemption for local hosts: http://localhost and LAN addresses are blocked"
+                        + (configuration.allowsArbitraryLoads.isYes
+                            ? ", and it also cancels NSAllowsArbitraryLoads" : ""),
                     fix: "remove the key to keep the default, or set it to YES"))
         }
         if configuration.allowsArbitraryLoads.isYes && !configuration.fineGrainedKeyPresent {
@@ -320,8 +338,11 @@ public struct ATSLinter: Sendable {
                     ConfigMessage(
                         code: "exception-reenables-ats", severity: .warning,
                         keyPath: KeyPath.ats.appending(ATSKey.exceptionDomains).appending(entry.key),
-                        message: "this entry replaces NSAllowsArbitraryLoads for \(entry.key)\(entry.includesSubdomains ? " and its subdomains" : ""): full ATS (TLS \(entry.minimumTLSVersion.displayName.dropFirst(4))+, forward secrecy, no cleartext) applies there",
-                        fix: "intended if you want ATS for this host; otherwise add NSExceptionAllowsInsecureHTTPLoads = YES"))
+                        message:
+                            "this entry replaces NSAllowsArbitraryLoads for \(entry.key)\(entry.includesSubdomains ? " and its subdomains" : ""): full ATS (TLS \(entry.minimumTLSVersion.displayName.dropFirst(4))+, forward secrecy, no cleartext) applies there",
+                        fix:
+                            "intended if you want ATS for this host; otherwise add NSExceptionAllowsInsecureHTTPLoads = YES"
+                    ))
             }
         }
         if case .dictionary(let entries)? = root[ATSKey.exceptionDomains] {
@@ -335,7 +356,8 @@ public struct ATSLinter: Sendable {
                         ConfigMessage(
                             code: "local-exception-stricter", severity: .warning,
                             keyPath: KeyPath.ats.appending(ATSKey.exceptionDomains).appending(key),
-                            message: "\(key) is a local name, exempt from ATS by default; this entry without NSExceptionAllowsInsecureHTTPLoads makes it stricter (http:// is blocked)",
+                            message:
+                                "\(key) is a local name, exempt from ATS by default; this entry without NSExceptionAllowsInsecureHTTPLoads makes it stricter (http:// is blocked)",
                             fix: "add NSExceptionAllowsInsecureHTTPLoads = YES, or remove the entry"))
                 }
             }
@@ -369,10 +391,13 @@ public struct ATSLinter: Sendable {
             let path = atsPath.appending(ATSKey.exceptionDomains).appending(key)
             if fields[ATSKey.exceptionRequiresForwardSecrecy] == .bool(true) {
                 findings.append(
-                    inert(path.appending(ATSKey.exceptionRequiresForwardSecrecy), "forward secrecy is required by default"))
+                    inert(
+                        path.appending(ATSKey.exceptionRequiresForwardSecrecy), "forward secrecy is required by default"
+                    ))
             }
             if fields[ATSKey.exceptionMinimumTLSVersion] == .string("TLSv1.2") {
-                findings.append(inert(path.appending(ATSKey.exceptionMinimumTLSVersion), "TLSv1.2 is the default minimum"))
+                findings.append(
+                    inert(path.appending(ATSKey.exceptionMinimumTLSVersion), "TLSv1.2 is the default minimum"))
             }
             if fields[ATSKey.exceptionAllowsInsecureHTTPLoads] == .bool(false) {
                 findings.append(inert(path.appending(ATSKey.exceptionAllowsInsecureHTTPLoads), "NO is the default"))
@@ -413,7 +438,9 @@ public struct ATSLinter: Sendable {
             flag(atsPath.appending(ATSKey.allowsArbitraryLoads), "NSAllowsArbitraryLoads = YES")
         }
         if configuration.allowsArbitraryLoadsForMedia.isYes {
-            flag(atsPath.appending(ATSKey.allowsArbitraryLoadsForMedia), "NSAllowsArbitraryLoadsForMedia = YES (already-encrypted media only)")
+            flag(
+                atsPath.appending(ATSKey.allowsArbitraryLoadsForMedia),
+                "NSAllowsArbitraryLoadsForMedia = YES (already-encrypted media only)")
         }
         if configuration.allowsArbitraryLoadsInWebContent.isYes {
             flag(atsPath.appending(ATSKey.allowsArbitraryLoadsInWebContent), "NSAllowsArbitraryLoadsInWebContent = YES")

@@ -47,7 +47,8 @@ public struct ConsoleContext: Sendable, Hashable {
         let offset = timeZone.secondsFromGMT(for: date)
         let sign = offset < 0 ? "-" : "+"
         let zone = sign + pad(abs(offset) / 3600, 2) + pad(abs(offset) % 3600 / 60, 2)
-        return "\(pad(parts.year, 4))-\(pad(parts.month, 2))-\(pad(parts.day, 2)) \(pad(parts.hour, 2)):\(pad(parts.minute, 2)):\(pad(parts.second, 2)).\(pad(micros, 6))\(zone) \(processName)[\(pid):\(threadID)]"
+        return
+            "\(pad(parts.year, 4))-\(pad(parts.month, 2))-\(pad(parts.day, 2)) \(pad(parts.hour, 2)):\(pad(parts.minute, 2)):\(pad(parts.second, 2)).\(pad(micros, 6))\(zone) \(processName)[\(pid):\(threadID)]"
     }
 
     /// A stable fake object address derived from the task UUID, like `0x600000de73c0`.
@@ -68,19 +69,28 @@ extension String {
 /// proxy, `explain` and the TLS layer all format through here.
 public enum CFNetworkConsole {
     /// The lines a device logs when ATS blocks a cleartext load (reference §4.4.1).
-    public static func cleartextBlocked(url: String, host: String, platform: Platform, context: ConsoleContext) -> [String] {
+    public static func cleartextBlocked(url: String, host: String, platform: Platform, context: ConsoleContext)
+        -> [String]
+    {
         let first: String
         if platform.has(.modernCleartextConsoleWording) {
-            first = "App Transport Security has blocked a cleartext HTTP connection to \(host) since it is insecure. Use HTTPS instead or add this domain to Exception Domains in your Info.plist."
+            first =
+                "App Transport Security has blocked a cleartext HTTP connection to \(host) since it is insecure. Use HTTPS instead or add this domain to Exception Domains in your Info.plist."
         } else {
-            first = "App Transport Security has blocked a cleartext HTTP (http://) resource load since it is insecure. Temporary exceptions can be configured via your app's Info.plist file."
+            first =
+                "App Transport Security has blocked a cleartext HTTP (http://) resource load since it is insecure. Temporary exceptions can be configured via your app's Info.plist file."
         }
         var lines = [first]
-        if platform.version >= OSVersion(12) || platform.family == .macOS && platform.version >= OSVersion(10, 14) {
+        if platform.has(.modernCleartextConsoleWording) {
             lines.append("Cannot start load of \(context.taskName) since it does not conform to ATS policy")
             lines.append(
                 "\(context.taskName) finished with error [-1022] "
-                    + errorText(code: .appTransportSecurityRequiresSecureConnection, url: url, host: host, platform: platform, context: context))
+                    + errorText(
+                        code: .appTransportSecurityRequiresSecureConnection, url: url, host: host, platform: platform,
+                        context: context))
+        } else if platform.has(.taskIdentifierConsoleLines) {
+            lines.append("Cannot start load of \(context.taskName) since it does not conform to ATS policy")
+            lines.append("NSURLConnection finished with error - code -1022")
         } else {
             lines.append("NSURLConnection finished with error - code -1022")
         }
@@ -108,7 +118,9 @@ public enum CFNetworkConsole {
         }
         lines.append("\(connection) encountered error(\(streamDomain):\(streamCode))")
         lines.append("\(connection) unable to determine interface type without an established connection")
-        lines.append("\(context.taskName) HTTP load failed, 0/0 bytes (error code: \(code.rawValue) [\(streamDomain):\(streamCode)])")
+        lines.append(
+            "\(context.taskName) HTTP load failed, 0/0 bytes (error code: \(code.rawValue) [\(streamDomain):\(streamCode)])"
+        )
         lines.append(
             "\(context.taskName) finished with error [\(code.rawValue)] "
                 + errorText(
@@ -129,7 +141,8 @@ public enum CFNetworkConsole {
             info.append("NSLocalizedRecoverySuggestion=Would you like to connect to the server anyway?")
             info.append("_kCFStreamErrorDomainKey=\(streamDomain)")
             info.append("_kCFStreamErrorCodeKey=\(streamCode)")
-            underlying += " UserInfo={_kCFNetworkCFStreamSSLErrorOriginalValue=\(streamCode), _kCFStreamErrorDomainKey=\(streamDomain), _kCFStreamErrorCodeKey=\(streamCode)}"
+            underlying +=
+                " UserInfo={_kCFNetworkCFStreamSSLErrorOriginalValue=\(streamCode), _kCFStreamErrorDomainKey=\(streamDomain), _kCFStreamErrorCodeKey=\(streamCode)}"
         }
         info.insert("NSLocalizedDescription=\(description)", at: 0)
         info.append("NSErrorFailingURLStringKey=\(url)")
@@ -137,6 +150,7 @@ public enum CFNetworkConsole {
         info.append("_NSURLErrorRelatedURLSessionTaskErrorKey=(\n    \"\(context.localDataTaskName)\"\n)")
         info.append("_NSURLErrorFailingURLSessionTaskErrorKey=\(context.localDataTaskName)")
         info.append("NSUnderlyingError=\(context.pointerText) {\(underlying)}")
-        return "Error Domain=NSURLErrorDomain Code=\(code.rawValue) \"\(description)\" UserInfo={\(info.joined(separator: ", "))}"
+        return
+            "Error Domain=NSURLErrorDomain Code=\(code.rawValue) \"\(description)\" UserInfo={\(info.joined(separator: ", "))}"
     }
 }

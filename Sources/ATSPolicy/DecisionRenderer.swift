@@ -53,7 +53,8 @@ public enum DecisionRenderer {
         }
         if let fix = decision.fix { out.append("  Fix           \(fix)") }
         if !decision.justificationKeys.isEmpty {
-            out.append("  App Review    needs a justification for \(decision.justificationKeys.joined(separator: ", "))")
+            out.append(
+                "  App Review    needs a justification for \(decision.justificationKeys.joined(separator: ", "))")
         }
         if decision.target.scheme == .https {
             out.append("  Requirements")
@@ -106,7 +107,8 @@ public enum DecisionRenderer {
             lines.append("                   \(suite.ianaName) (\(suite.hexCode))")
         }
         var keys: [String] = []
-        keys.append(requirements.minimumRSAKeyBits > 0 ? "RSA ≥ \(requirements.minimumRSAKeyBits) bits" : "any RSA size")
+        keys.append(
+            requirements.minimumRSAKeyBits > 0 ? "RSA ≥ \(requirements.minimumRSAKeyBits) bits" : "any RSA size")
         keys.append(requirements.minimumECKeyBits > 0 ? "EC ≥ \(requirements.minimumECKeyBits) bits" : "any EC size")
         row("Keys", keys.joined(separator: ", ") + ", on every certificate of the chain")
         let hash = requirements.minimumSignatureHash
@@ -131,7 +133,9 @@ public enum DecisionRenderer {
             certificate.append("EKU serverAuth if issued on or after \(day(date))")
         }
         for cap in requirements.validityCaps {
-            certificate.append("≤ \(cap.maximumDays) days for \(cap.anchors.rawValue) roots issued on or after \(day(cap.notBeforeOnOrAfter))")
+            certificate.append(
+                "≤ \(cap.maximumDays) days for \(cap.anchors.rawValue) roots issued on or after \(day(cap.notBeforeOnOrAfter))"
+            )
         }
         row("Certificates", certificate.isEmpty ? "platform defaults" : certificate.joined(separator: "; "))
         let ct = requirements.certificateTransparency
@@ -144,8 +148,12 @@ public enum DecisionRenderer {
         }
         if let pins = requirements.pins {
             var parts: [String] = []
-            if let leaf = pins.leafSPKISHA256 { parts.append("leaf ∈ {\(leaf.map { $0.base64EncodedString() }.joined(separator: ", "))}") }
-            if let ca = pins.caSPKISHA256 { parts.append("a CA ∈ {\(ca.map { $0.base64EncodedString() }.joined(separator: ", "))}") }
+            if let leaf = pins.leafSPKISHA256 {
+                parts.append("leaf ∈ {\(leaf.map { $0.base64EncodedString() }.joined(separator: ", "))}")
+            }
+            if let ca = pins.caSPKISHA256 {
+                parts.append("a CA ∈ {\(ca.map { $0.base64EncodedString() }.joined(separator: ", "))}")
+            }
             let closed = pins.failsClosed ? " (empty list: every connection fails)" : ""
             row("Pins", "from \(pins.domains.joined(separator: ", ")): \(parts.joined(separator: " and "))\(closed)")
         } else {
@@ -162,7 +170,9 @@ public enum DecisionRenderer {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
-        guard let data = try? encoder.encode(report), let text = String(data: data, encoding: .utf8) else { return "{}" }
+        guard let data = try? encoder.encode(report), let text = String(data: data, encoding: .utf8) else {
+            return "{}"
+        }
         return text
     }
 

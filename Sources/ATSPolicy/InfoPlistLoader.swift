@@ -170,7 +170,8 @@ public enum InfoPlistLoader {
             else { continue }
             return try loadPlist(path: path, data: data, kind: .appBundle, innerPath: candidate)
         }
-        throw ConfigLoadError(path: path, reason: "is a directory without Info.plist or Contents/Info.plist (not an .app bundle)")
+        throw ConfigLoadError(
+            path: path, reason: "is a directory without Info.plist or Contents/Info.plist (not an .app bundle)")
     }
 
     private static func loadIPA(path: String, data: Data) throws(ConfigLoadError) -> LoadedInfoPlist {

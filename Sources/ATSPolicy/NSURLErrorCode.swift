@@ -34,14 +34,16 @@ public enum NSURLErrorCode: Int, Sendable, Codable, CaseIterable {
 
     /// The NSLocalizedDescription a device shows for this code on `platform`.
     public func localizedDescription(host: String, platform: Platform) -> String {
-        let spoof = "You might be connecting to a server that is pretending to be “\(host)” which could put your confidential information at risk."
+        let spoof =
+            "You might be connecting to a server that is pretending to be “\(host)” which could put your confidential information at risk."
         switch self {
         case .timedOut: return "The request timed out."
         case .cannotFindHost: return "A server with the specified hostname could not be found."
         case .cannotConnectToHost: return "Could not connect to the server."
         case .networkConnectionLost: return "The network connection was lost."
         case .appTransportSecurityRequiresSecureConnection:
-            return "The resource could not be loaded because the App Transport Security policy requires the use of a secure connection."
+            return
+                "The resource could not be loaded because the App Transport Security policy requires the use of a secure connection."
         case .secureConnectionFailed:
             return platform.has(.modernSecureConnectionFailedText)
                 ? "A TLS error caused the secure connection to fail."

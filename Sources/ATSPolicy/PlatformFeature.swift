@@ -21,6 +21,8 @@ public enum PlatformFeature: String, Sendable, CaseIterable, Codable {
     case chachaAndRSA256CBCSuites
     /// The CBC-SHA256/SHA384 suites have left the ATS lists.
     case cbcSHA2SuitesRemoved
+    /// Console lines name the task (`Cannot start load of Task <UUID>.<N>…`).
+    case taskIdentifierConsoleLines
     /// The newer console wording for blocked cleartext loads ("…cleartext HTTP connection to HOST…").
     case modernCleartextConsoleWording
     /// External (non-local) IP literals require ATS; IP and CIDR exception keys are honoured.
@@ -51,6 +53,8 @@ public enum PlatformFeature: String, Sendable, CaseIterable, Codable {
         case (.chachaAndRSA256CBCSuites, .macOS): OSVersion(10, 15)
         case (.cbcSHA2SuitesRemoved, .iOS): OSVersion(15, 4)
         case (.cbcSHA2SuitesRemoved, .macOS): OSVersion(12, 3)
+        case (.taskIdentifierConsoleLines, .iOS): OSVersion(12)
+        case (.taskIdentifierConsoleLines, .macOS): OSVersion(10, 14)
         case (.modernCleartextConsoleWording, .iOS): OSVersion(15)
         case (.modernCleartextConsoleWording, .macOS): OSVersion(12)
         case (.externalIPAddressesRequireATS, .iOS): OSVersion(17)
@@ -68,7 +72,8 @@ public enum PlatformFeature: String, Sendable, CaseIterable, Codable {
     public var isLinkedOnOrAfter: Bool {
         switch self {
         case .appTransportSecurity, .externalIPAddressesRequireATS: true
-        case .fineGrainedGlobalKeys, .platformRejectsSHA1AndSmallRSA, .platformCertificateTransparency, .tls13,
+        case .fineGrainedGlobalKeys, .platformRejectsSHA1AndSmallRSA, .taskIdentifierConsoleLines,
+            .platformCertificateTransparency, .tls13,
             .strictServerCertificates, .chachaAndRSA256CBCSuites, .cbcSHA2SuitesRemoved,
             .modernCleartextConsoleWording, .modernSecureConnectionFailedText, .tls12AbsoluteFloor,
             .niapTLSPackage:
@@ -80,6 +85,7 @@ public enum PlatformFeature: String, Sendable, CaseIterable, Codable {
     public var isUncertain: Bool {
         switch self {
         case .chachaAndRSA256CBCSuites, .cbcSHA2SuitesRemoved, .modernCleartextConsoleWording,
+            .taskIdentifierConsoleLines,
             .modernSecureConnectionFailedText, .tls12AbsoluteFloor:
             true
         case .appTransportSecurity, .fineGrainedGlobalKeys, .platformRejectsSHA1AndSmallRSA,

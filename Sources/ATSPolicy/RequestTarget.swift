@@ -69,7 +69,8 @@ public struct RequestTarget: Sendable, Hashable, Codable, CustomStringConvertibl
     public init(parsing text: String) throws(ParseError) {
         guard let schemeEnd = text.range(of: "://") else { throw .notAbsolute(text) }
         let schemeText = String(text[..<schemeEnd.lowerBound])
-        guard !schemeText.isEmpty, schemeText.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+        guard !schemeText.isEmpty,
+            schemeText.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
         else { throw .notAbsolute(text) }
         guard let scheme = URLScheme(urlScheme: schemeText) else {
             throw .unsupportedScheme(text, scheme: schemeText.lowercased())
@@ -96,7 +97,8 @@ public struct RequestTarget: Sendable, Hashable, Codable, CustomStringConvertibl
         }
         var port: Int?
         if let portText, !portText.isEmpty {
-            guard portText.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(portText), (1...65535).contains(value)
+            guard portText.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(portText),
+                (1...65535).contains(value)
             else { throw .badPort(text) }
             port = value
         }

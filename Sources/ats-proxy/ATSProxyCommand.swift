@@ -1,5 +1,5 @@
-import ArgumentParser
 import ATSPolicy
+import ArgumentParser
 import Foundation
 
 /// The `ats-proxy` command: an explicit HTTP proxy that enforces an app's App Transport Security
@@ -27,7 +27,7 @@ struct ATSProxyCommand: ParsableCommand {
             let code = exitCode(for: error)
             if code == .validationFailure {
                 FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
-                exit(2)
+                Foundation.exit(2)
             }
             exit(withError: error)
         }

@@ -23,8 +23,10 @@ struct LintCommand: ParsableCommand {
         let loaded: LoadedInfoPlist
         do {
             loaded = try policy.loadSource()
-            report = ATSLinter(source: loaded, parseOptions: policy.parseOptions, platform: try policy.resolvedPlatform())
-                .lint()
+            report = ATSLinter(
+                source: loaded, parseOptions: policy.parseOptions, platform: try policy.resolvedPlatform()
+            )
+            .lint()
         } catch {
             exitWithError(error)
         }

@@ -1,5 +1,5 @@
-import ArgumentParser
 import ATSPolicy
+import ArgumentParser
 import Foundation
 
 /// Options shared by every command that evaluates a policy: the configuration source, the
@@ -17,15 +17,20 @@ struct PolicyOptions: ParsableArguments {
     @Flag(name: .long, help: "Honour legacy NSThirdParty…/NSTemporary…/NSAllowsArbitraryLoadsInMedia keys as aliases.")
     var legacyKeys = false
 
-    @Flag(name: .long, help: "Count every integer as NO for Boolean keys (default: integer 1 is YES, as Foundation compares).")
+    @Flag(
+        name: .long,
+        help: "Count every integer as NO for Boolean keys (default: integer 1 is YES, as Foundation compares).")
     var strictBooleans = false
 
-    @Option(name: .long, help: "How far NSIncludesSubdomains reaches in NSExceptionDomains: any (code) or one (current docs).")
+    @Option(
+        name: .long,
+        help: "How far NSIncludesSubdomains reaches in NSExceptionDomains: any (code) or one (current docs).")
     var subdomainDepth: SubdomainDepth = .any
 
     @Option(
         name: .customLong("local-network"),
-        help: "CIDR block treated as local (repeatable; replaces the default loopback, link-local, RFC 1918, fc00::/7).")
+        help: "CIDR block treated as local (repeatable; replaces the default loopback, link-local, RFC 1918, fc00::/7)."
+    )
     var localNetworks: [String] = []
 
     @Flag(name: .long, help: "Apply Apple's built-in exceptions (apple.com, ls.apple.com, …).")
@@ -34,10 +39,14 @@ struct PolicyOptions: ParsableArguments {
     @Option(name: .long, help: "On iOS/macOS 26+, ignore exceptions below TLS 1.2: on or off.")
     var tlsFloor26: Toggle = .on
 
-    @Option(name: .long, help: "Whether an explicit NSAllowsLocalNetworking = NO removes the local exemption: strict or lenient.")
+    @Option(
+        name: .long,
+        help: "Whether an explicit NSAllowsLocalNetworking = NO removes the local exemption: strict or lenient.")
     var localNetworkingNo: LocalNetworkingNo = .strict
 
-    @Option(name: .long, help: "Whether NSExceptionRequiresForwardSecrecy = NO also drops the ATS key-size check: on or off.")
+    @Option(
+        name: .long,
+        help: "Whether NSExceptionRequiresForwardSecrecy = NO also drops the ATS key-size check: on or off.")
     var pfsWaiverKeySize: Toggle = .on
 
     @Option(name: .long, help: "Honour NSRequiresCertificateTransparency: auto (before platform CT), always, never.")
@@ -65,7 +74,8 @@ struct PolicyOptions: ParsableArguments {
 
     func resolvedPlatform() throws -> Platform {
         guard let parsed = Platform(parsing: platform, sdk: sdk) else {
-            throw ValidationError("--platform must look like ios:18.0 or macos:15 (and --sdk like 18.0); got '\(platform)'")
+            throw ValidationError(
+                "--platform must look like ios:18.0 or macos:15 (and --sdk like 18.0); got '\(platform)'")
         }
         return parsed
     }

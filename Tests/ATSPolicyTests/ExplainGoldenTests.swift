@@ -26,7 +26,9 @@ import Testing
         return configuration
     }()
 
-    private func render(_ configuration: ATSConfiguration, _ url: String, platform: String = "ios:18.0") throws -> String {
+    private func render(_ configuration: ATSConfiguration, _ url: String, platform: String = "ios:18.0") throws
+        -> String
+    {
         let options = EvaluationOptions(platform: Platform(parsing: platform)!)
         let decision = ATSEvaluator(configuration: configuration, options: options).evaluate(
             try RequestTarget(parsing: url))

@@ -77,12 +77,15 @@ import Testing
         #expect(item.severity == .warning)
         #expect(
             item.message
-                == "'example.com.' ends with a dot, so it matches only URLs written with the trailing dot, not 'example.com'")
+                == "'example.com.' ends with a dot, so it matches only URLs written with the trailing dot, not 'example.com'"
+        )
         #expect(report.exitStatus(strict: false) == 0)
         #expect(report.exitStatus(strict: true) == 1)
     }
 
-    @Test(arguments: [("TLSv1.4", nil), ("tlsv1.2", "write TLSv1.2"), ("TLSV1.3", "write TLSv1.3"), ("1.0", "write TLSv1.0")])
+    @Test(arguments: [
+        ("TLSv1.4", nil), ("tlsv1.2", "write TLSv1.2"), ("TLSV1.3", "write TLSv1.3"), ("1.0", "write TLSv1.0"),
+    ])
     func invalidMinimumTLSVersion(value: String, fix: String?) throws {
         let report = lint(exceptions(["example.com": [ATSKey.exceptionMinimumTLSVersion: .string(value)]]))
         let item = try #require(finding(report, "invalid-tls-version"))
@@ -117,14 +120,17 @@ import Testing
                 "NSAppTransportSecurity → NSPinnedDomains → a.example.com → NSPinnedLeafIdentities",
                 "NSAppTransportSecurity → NSPinnedDomains → b.example.com → NSPinnedCAIdentities",
             ])
-        #expect(finding(report, "invalid-pin")?.message == "'not base64!' is not the base64 of a 32-byte SHA-256 digest")
+        #expect(
+            finding(report, "invalid-pin")?.message == "'not base64!' is not the base64 of a 32-byte SHA-256 digest")
         #expect(
             finding(report, "pin-nothing")?.message
                 == "the entry has neither NSPinnedLeafIdentities nor NSPinnedCAIdentities, so it pins nothing")
     }
 
     @Test func arbitraryLoadsIgnoredBecauseOfPresence() throws {
-        let report = lint([ATSKey.allowsArbitraryLoads: .bool(true), ATSKey.allowsArbitraryLoadsInWebContent: .bool(false)])
+        let report = lint([
+            ATSKey.allowsArbitraryLoads: .bool(true), ATSKey.allowsArbitraryLoadsInWebContent: .bool(false),
+        ])
         let item = try #require(finding(report, "aal-ignored"))
         #expect(item.severity == .warning)
         #expect(
@@ -153,7 +159,8 @@ import Testing
     @Test func keysThatDoNothing() {
         var ats = exceptions([
             "example.com": [
-                ATSKey.exceptionRequiresForwardSecrecy: .bool(true), ATSKey.exceptionMinimumTLSVersion: .string("TLSv1.2"),
+                ATSKey.exceptionRequiresForwardSecrecy: .bool(true),
+                ATSKey.exceptionMinimumTLSVersion: .string("TLSv1.2"),
             ]
         ])
         ats[ATSKey.allowsArbitraryLoads] = .bool(false)
@@ -190,14 +197,18 @@ import Testing
             path: "Info.plist", kind: .infoPlist, innerPath: nil, infoPlist: root, atsValue: nil, format: "XML")
         let report = ATSLinter(source: source).lint()
         let item = try #require(finding(report, "misplaced-key"))
-        #expect(item.message == "NSAllowsArbitraryLoads is at the Info.plist root, outside NSAppTransportSecurity, so ATS never reads it")
+        #expect(
+            item.message
+                == "NSAllowsArbitraryLoads is at the Info.plist root, outside NSAppTransportSecurity, so ATS never reads it"
+        )
         #expect(report.exitStatus(strict: false) == 2)
     }
 
     @Test func legacyKeysAreWarnings() throws {
         let report = lint(exceptions(["example.com": ["NSTemporaryExceptionAllowsInsecureHTTPLoads": .bool(true)]]))
         let item = try #require(finding(report, "legacy-key"))
-        #expect(item.message == "NSTemporaryExceptionAllowsInsecureHTTPLoads is a legacy spelling that current iOS ignores")
+        #expect(
+            item.message == "NSTemporaryExceptionAllowsInsecureHTTPLoads is a legacy spelling that current iOS ignores")
         #expect(item.severity == .warning)
     }
 
@@ -207,7 +218,8 @@ import Testing
     }
 
     @Test func explicitLocalNetworkingNoIsAWarning() {
-        #expect(finding(lint([ATSKey.allowsLocalNetworking: .bool(false)]), "local-networking-no")?.severity == .warning)
+        #expect(
+            finding(lint([ATSKey.allowsLocalNetworking: .bool(false)]), "local-networking-no")?.severity == .warning)
     }
 
     @Test func ipKeysBeforeIOS17AndTLSFloorOn26() {

@@ -79,7 +79,10 @@ import Testing
     /// Bad input: one line on stderr naming the file and the problem, exit 2, no stack trace.
     @Test(arguments: [
         ("missing", nil as Data?, "no such file or directory"),
-        ("garbage.plist", Data([0x00, 0x01, 0xFF, 0x42, 0x13]), "not a property list"),
+        (
+            "garbage.plist", Data([0x00, 0x01, 0xFF, 0x42, 0x13]),
+            "not a property list (expected an XML or binary plist, a .app bundle or an .ipa)"
+        ),
         ("empty.plist", Data(), "the file is empty, not a property list"),
         ("truncated.plist", Data("bplist00\u{d1}\u{01}\u{02}".utf8), "truncated or corrupt binary property list"),
         (
@@ -88,8 +91,14 @@ import Testing
                 "<?xml version=\"1.0\"?><plist version=\"1.0\"><array><string>x</string></array></plist>".utf8),
             "the root of the property list is an array, not a dictionary"
         ),
-        ("broken.plist", Data("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>a</key>".utf8), "malformed XML property list"),
-        ("noapp.ipa", Data([0x50, 0x4B, 0x05, 0x06] + Array(repeating: 0, count: 18)), "no Payload/*.app/Info.plist inside this .ipa"),
+        (
+            "broken.plist", Data("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>a</key>".utf8),
+            "malformed XML property list"
+        ),
+        (
+            "noapp.ipa", Data([0x50, 0x4B, 0x05, 0x06] + Array(repeating: 0, count: 18)),
+            "no Payload/*.app/Info.plist inside this .ipa"
+        ),
     ])
     func badConfigurationIsOneLine(name: String, data: Data?, reason: String) throws {
         let path = try data.map { try Self.temporaryFile(name, $0) } ?? "/nonexistent/\(name).plist"
@@ -119,7 +128,9 @@ import Testing
                     .utf8))
         let result = try Self.run(["lint", "--config", bad])
         #expect(result.status == 2)
-        #expect(result.stdout.contains("Apple logs: App Transport Security value for key NSAllowsArbitraryLoads must be a boolean"))
+        #expect(
+            result.stdout.contains(
+                "Apple logs: App Transport Security value for key NSAllowsArbitraryLoads must be a boolean"))
     }
 
     @Test func badPlatformIsAUsageError() throws {

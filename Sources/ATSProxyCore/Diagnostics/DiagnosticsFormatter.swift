@@ -1,0 +1,131 @@
+import ATSPolicy
+import Foundation
+
+/// Verbosity levels that follow `CFNETWORK_DIAGNOSTICS`: 0 off, 1 failures and one summary per
+/// request, 2 adds `CFNetwork Diagnostics [L:N] … {` blocks for request and response, 3 adds
+/// header dumps.
+public enum DiagnosticsLevel: Int, Sendable, Codable, Comparable, CaseIterable {
+    case off = 0
+    case summary = 1
+    case blocks = 2
+    case headers = 3
+
+    public static func < (lhs: DiagnosticsLevel, rhs: DiagnosticsLevel) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// Turns `RequestRecord`s into text: CFNetwork-style console output, or JSON lines.
+///
+/// Not thread-safe for sequence numbering; the caller owns one formatter per log sink and
+/// serialises calls (the sink's queue).
+public struct DiagnosticsFormatter: Sendable {
+    public let level: DiagnosticsLevel
+    public let allowSecrets: Bool
+    public let timeZone: TimeZone
+    /// N of `CFNetwork Diagnostics [L:N]`, a per-process sequence number.
+    public private(set) var sequence = 0
+
+    public init(level: DiagnosticsLevel, allowSecrets: Bool = false, timeZone: TimeZone = .current) {
+        self.level = level
+        self.allowSecrets = allowSecrets
+        self.timeZone = timeZone
+    }
+
+    /// The console text for one finished request (empty at level 0).
+    public mutating func text(_ record: RequestRecord) -> [String] {
+        guard level > .off else { return [] }
+        var lines: [String] = []
+        let failed = record.result != .completed
+        if failed { lines += record.consoleLines }
+        if level >= .blocks {
+            lines += block(
+                ["Protocol Enqueue": "request \(record.method) \(record.url)"]
+                    .merging(level >= .headers ? headerDump("Request", record.requestHeaders) : [:]) { $1 },
+                order: ["Protocol Enqueue", "Request Headers"])
+            if failed {
+                lines += block(
+                    [
+                        "Did Fail": "(null)", "Loader": record.url,
+                        "Error": record.errorCode.map { "Error Domain=kCFErrorDomainCFNetwork Code=\($0) \"(null)\"" }
+                            ?? "(null)",
+                        "total bytes": "\(record.bytesToClient)",
+                        "total time": String(format: "%.6fs", record.durationMilliseconds / 1000),
+                    ], order: ["Did Fail", "Loader", "Error", "total time", "total bytes"])
+            } else {
+                var fields = [
+                    "Protocol Received": "request \(record.method) \(record.url)",
+                    "Response": "\(record.httpProtocol.uppercased()) \(record.status.map(String.init) ?? "-")",
+                    "Did Finish": "(null)", "total bytes": "\(record.bytesToClient)",
+                    "total time": String(format: "%.6fs", record.durationMilliseconds / 1000),
+                ]
+                if level >= .headers { fields.merge(headerDump("Response", record.responseHeaders)) { $1 } }
+                lines += block(
+                    fields,
+                    order: [
+                        "Protocol Received", "Response", "Response Headers", "Did Finish", "total time", "total bytes",
+                    ])
+            }
+        }
+        let outcome = failed ? "failure" : "success"
+        let status = record.status ?? -1
+        lines.append(
+            "[Summary] Task <\(record.taskID)> summary for task \(outcome) {transaction_duration_ms=\(Int(record.durationMilliseconds.rounded())), response_status=\(status), protocol=\"\(record.httpProtocol)\", request_bytes=\(record.bytesFromClient), response_bytes=\(record.bytesToClient), client=\(record.clientAddress)}"
+        )
+        lines.append("ats-proxy: \(record.method) \(record.url) → \(explanationLine(record))")
+        return lines
+    }
+
+    /// One JSON object (a single line) for one finished request.
+    public func jsonLine(_ record: RequestRecord) -> String {
+        var copy = record
+        copy.requestHeaders = SecretRedactor.redact(record.requestHeaders, allowSecrets: allowSecrets)
+        copy.responseHeaders = SecretRedactor.redact(record.responseHeaders, allowSecrets: allowSecrets)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            try container.encode(formatter.string(from: date))
+        }
+        guard let data = try? encoder.encode(copy) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private func explanationLine(_ record: RequestRecord) -> String {
+        switch record.result {
+        case .completed: return "\(record.status.map(String.init) ?? "-") (\(record.rule))"
+        case .blockedCleartext: return "blocked -1022: \(record.rule)" + (record.fix.map { "; fix: \($0)" } ?? "")
+        case .failed, .reported:
+            let code = record.errorCode.map { "\($0)" } ?? "?"
+            let pair = record.streamError.map { " [\($0)]" } ?? ""
+            let verb = record.result == .reported ? "ATS violation (reported, let through)" : "failed"
+            return "\(verb) \(code)\(pair): \(record.rule)" + (record.fix.map { "; fix: \($0)" } ?? "")
+        }
+    }
+
+    private func headerDump(_ label: String, _ fields: [RequestRecord.HeaderField]) -> [String: String] {
+        let redacted = SecretRedactor.redact(fields, allowSecrets: allowSecrets)
+        let body = redacted.map { "\($0.name): \($0.value)" }.joined(separator: "\n\t\t")
+        return ["\(label) Headers": "dict [\(redacted.count)] {\n\t\t\(body)\n\t}"]
+    }
+
+    /// `CFNetwork Diagnostics [L:N] HH:MM:SS.mmm {` … `} [L:N]`.
+    private mutating func block(_ fields: [String: String], order: [String]) -> [String] {
+        sequence += 1
+        let tag = "[\(level.rawValue):\(sequence)]"
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let now = calendar.dateComponents([.hour, .minute, .second, .nanosecond], from: Date())
+        let clock = String(
+            format: "%02d:%02d:%02d.%03d", now.hour ?? 0, now.minute ?? 0, now.second ?? 0,
+            (now.nanosecond ?? 0) / 1_000_000)
+        let width = order.filter { fields[$0] != nil }.map(\.count).max() ?? 0
+        var lines = ["CFNetwork Diagnostics \(tag) \(clock) {"]
+        for key in order {
+            guard let value = fields[key] else { continue }
+            lines.append("\t" + String(repeating: " ", count: width - key.count) + "\(key): \(value)")
+        }
+        lines.append("} \(tag)")
+        return lines
+    }
+}

@@ -1,0 +1,101 @@
+import ATSPolicy
+import Foundation
+
+/// Everything the proxy knows about one request once it has finished: the values the
+/// CFNetwork-style formatter and the JSON-lines formatter turn into text. Built by the core,
+/// never formatted by it.
+public struct RequestRecord: Sendable, Codable {
+    /// The outcome class of the request.
+    public enum Result: String, Sendable, Codable {
+        /// Forwarded and answered by the origin.
+        case completed
+        /// Blocked by policy before contacting the origin (-1022).
+        case blockedCleartext = "blocked-cleartext"
+        /// Failed upstream: TLS verdict or connection fault.
+        case failed
+        /// Violated ATS but let through (`--mode report`).
+        case reported
+    }
+
+    public var time: Date
+    public var clientAddress: String
+    /// `<UUID>.<N>`: one UUID per client connection, N counting its requests.
+    public var taskID: String
+    public var method: String
+    public var url: String
+    public var httpProtocol: String
+    public var source: RequestSource
+    public var result: Result
+    public var atsRequired: Bool
+    public var ruleChain: [String]
+    public var rule: String
+    public var fix: String?
+    public var errorCode: Int?
+    public var streamError: String?
+    public var status: Int?
+    /// Negotiated TLS facts, when there was an upstream handshake (version, cipher, leaf, …).
+    public var tls: [String: String]?
+    public var requestHeaders: [HeaderField]
+    public var responseHeaders: [HeaderField]
+    public var bytesFromClient: Int
+    public var bytesToClient: Int
+    public var durationMilliseconds: Double
+    /// The CFNetwork console lines of the outcome (already formatted for the emulated OS).
+    public var consoleLines: [String]
+
+    /// One header field; values of secret-bearing fields are redacted unless asked.
+    public struct HeaderField: Sendable, Codable, Equatable {
+        public let name: String
+        public let value: String
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    public init(
+        time: Date, clientAddress: String, taskID: String, method: String, url: String, httpProtocol: String,
+        source: RequestSource, result: Result, atsRequired: Bool, ruleChain: [String], rule: String, fix: String? = nil,
+        errorCode: Int? = nil, streamError: String? = nil, status: Int? = nil, tls: [String: String]? = nil,
+        requestHeaders: [HeaderField] = [], responseHeaders: [HeaderField] = [], bytesFromClient: Int = 0,
+        bytesToClient: Int = 0, durationMilliseconds: Double = 0, consoleLines: [String] = []
+    ) {
+        self.time = time
+        self.clientAddress = clientAddress
+        self.taskID = taskID
+        self.method = method
+        self.url = url
+        self.httpProtocol = httpProtocol
+        self.source = source
+        self.result = result
+        self.atsRequired = atsRequired
+        self.ruleChain = ruleChain
+        self.rule = rule
+        self.fix = fix
+        self.errorCode = errorCode
+        self.streamError = streamError
+        self.status = status
+        self.tls = tls
+        self.requestHeaders = requestHeaders
+        self.responseHeaders = responseHeaders
+        self.bytesFromClient = bytesFromClient
+        self.bytesToClient = bytesToClient
+        self.durationMilliseconds = durationMilliseconds
+        self.consoleLines = consoleLines
+    }
+}
+
+/// Replaces the values of Authorization, Proxy-Authorization, Cookie and Set-Cookie with
+/// `<redacted N bytes>` unless secrets are explicitly allowed (`--log-secrets`).
+public enum SecretRedactor {
+    static let secretNames: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
+
+    public static func redact(_ fields: [RequestRecord.HeaderField], allowSecrets: Bool) -> [RequestRecord.HeaderField]
+    {
+        guard !allowSecrets else { return fields }
+        return fields.map { field in
+            guard secretNames.contains(field.name.lowercased()) else { return field }
+            return RequestRecord.HeaderField(name: field.name, value: "<redacted \(field.value.utf8.count) bytes>")
+        }
+    }
+}
