@@ -1,0 +1,81 @@
+/// The header rules a forwarding proxy applies (RFC 9110 §7.6.1): hop-by-hop removal, persistence,
+/// and `Expect: 100-continue`. Pure functions over `HTTP1Headers`.
+public enum HTTP1ProxyHeaders {
+    /// Which optional hop-by-hop fields survive.
+    public struct Options: Hashable, Sendable {
+        /// Keep `Upgrade` and a `Connection: Upgrade` because the proxy relays the protocol switch.
+        public var upgrading: Bool
+        /// Remove `Transfer-Encoding` and `Content-Length`: the proxy writes its own framing.
+        public var reframing: Bool
+
+        /// Creates options.
+        public init(upgrading: Bool = false, reframing: Bool = false) {
+            self.upgrading = upgrading
+            self.reframing = reframing
+        }
+    }
+
+    /// Always hop-by-hop, whether or not Connection names them.
+    static let hopByHop = [
+        "Connection", "Proxy-Connection", "Keep-Alive", "TE", "Trailer", "Upgrade", "Proxy-Authorization",
+        "Proxy-Authenticate",
+    ]
+
+    /// Fields a Connection header may not make us drop: routing and framing stay under our control
+    /// (dropping Host or Content-Length on a peer's say-so is a known smuggling trick).
+    static let protected = ["Host", "Content-Length", "Transfer-Encoding"]
+
+    /// `headers` without hop-by-hop fields: Connection and every field it names, Proxy-Connection,
+    /// Keep-Alive, TE, Trailer, Upgrade (unless upgrading), Proxy-Authorization, Proxy-Authenticate,
+    /// and Transfer-Encoding/Content-Length when reframing. When upgrading, `Upgrade` is kept and a
+    /// single `Connection: Upgrade` is appended so the next hop sees the request to switch.
+    public static func removingHopByHop(_ headers: HTTP1Headers, options: Options = Options()) -> HTTP1Headers {
+        let named = headers.listElements("Connection").filter { token in
+            !protected.contains { HTTP1ASCII.equalsIgnoringCase($0.utf8, token.utf8) }
+        }
+        var result = headers
+        result.fields.removeAll { field in
+            if options.upgrading && HTTP1Headers.nameMatches(field.name, "Upgrade") { return false }
+            if hopByHop.contains(where: { HTTP1Headers.nameMatches(field.name, $0) }) { return true }
+            if options.reframing
+                && (HTTP1Headers.nameMatches(field.name, "Transfer-Encoding")
+                    || HTTP1Headers.nameMatches(field.name, "Content-Length"))
+            {
+                return true
+            }
+            return named.contains { HTTP1ASCII.equalsIgnoringCase(field.name.utf8, $0.utf8) }
+        }
+        if options.upgrading && result.contains("Upgrade") {
+            result.append(name: "Connection", value: "Upgrade")
+        }
+        return result
+    }
+
+    /// Whether the connection persists after this message (RFC 9112 §9.3): HTTP/1.1 unless
+    /// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
+    public static func isKeepAlive(version: HTTP1Version, headers: HTTP1Headers) -> Bool {
+        if headers.hasListElement("Connection", "close") { return false }
+        if version.isAtLeastHTTP11 { return true }
+        return headers.hasListElement("Connection", "keep-alive")
+    }
+
+    /// What the client expects before sending its body.
+    public enum Expectation: Hashable, Sendable {
+        /// No Expect field.
+        case none
+        /// `Expect: 100-continue` (case-insensitive); ignored on HTTP/1.0 requests (RFC 9110 §10.1.1).
+        case continue100
+        /// Any other expectation: answer 417.
+        case unsupported
+    }
+
+    /// The expectation of a request head.
+    public static func expectation(of head: HTTP1RequestHead) -> Expectation {
+        let elements = head.headers.listElements("Expect")
+        guard !elements.isEmpty else { return .none }
+        guard elements.allSatisfy({ HTTP1ASCII.equalsIgnoringCase($0.utf8, "100-continue".utf8) }) else {
+            return .unsupported
+        }
+        return head.version.isAtLeastHTTP11 ? .continue100 : .none
+    }
+}

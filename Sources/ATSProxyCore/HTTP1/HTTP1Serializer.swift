@@ -1,0 +1,59 @@
+/// Writes HTTP/1.1 message heads and chunked framing into a caller-owned byte buffer.
+///
+/// Stateless: appending into `inout [UInt8]` lets the connection reuse one output buffer and
+/// coalesce a head with the first body bytes into one write. Field values are written as UTF-8.
+public enum HTTP1Serializer {
+    /// Appends `method SP target SP version CRLF fields CRLF`. Use `HTTP1RequestHead.forOrigin()`
+    /// first when sending an absolute-form request to an origin server.
+    public static func writeRequestHead(_ head: HTTP1RequestHead, into buffer: inout [UInt8]) {
+        buffer.append(contentsOf: head.method.utf8)
+        buffer.append(HTTP1ASCII.space)
+        buffer.append(contentsOf: head.target.description.utf8)
+        buffer.append(HTTP1ASCII.space)
+        buffer.append(contentsOf: head.version.description.utf8)
+        buffer.append(contentsOf: HTTP1ASCII.crlf)
+        writeFields(head.headers, into: &buffer)
+        buffer.append(contentsOf: HTTP1ASCII.crlf)
+    }
+
+    /// Appends `version SP status SP reason CRLF fields CRLF`.
+    public static func writeResponseHead(_ head: HTTP1ResponseHead, into buffer: inout [UInt8]) {
+        buffer.append(contentsOf: head.version.description.utf8)
+        buffer.append(HTTP1ASCII.space)
+        buffer.append(contentsOf: String(head.status).utf8)
+        buffer.append(HTTP1ASCII.space)
+        buffer.append(contentsOf: head.reason.utf8)
+        buffer.append(contentsOf: HTTP1ASCII.crlf)
+        writeFields(head.headers, into: &buffer)
+        buffer.append(contentsOf: HTTP1ASCII.crlf)
+    }
+
+    /// Appends one chunk (`size-in-hex CRLF data CRLF`). Empty data writes nothing, because an
+    /// empty chunk would be the last-chunk.
+    public static func writeChunk<Data: Collection<UInt8>>(_ data: Data, into buffer: inout [UInt8]) {
+        guard !data.isEmpty else { return }
+        buffer.append(contentsOf: String(data.count, radix: 16).utf8)
+        buffer.append(contentsOf: HTTP1ASCII.crlf)
+        buffer.append(contentsOf: data)
+        buffer.append(contentsOf: HTTP1ASCII.crlf)
+    }
+
+    /// Appends the last-chunk `0 CRLF`, the trailer fields and the final CRLF.
+    public static func writeLastChunk(trailers: HTTP1Headers = [:], into buffer: inout [UInt8]) {
+        buffer.append(UInt8(ascii: "0"))
+        buffer.append(contentsOf: HTTP1ASCII.crlf)
+        writeFields(trailers, into: &buffer)
+        buffer.append(contentsOf: HTTP1ASCII.crlf)
+    }
+
+    /// Appends `name: value CRLF` per field, in order.
+    static func writeFields(_ headers: HTTP1Headers, into buffer: inout [UInt8]) {
+        for field in headers {
+            buffer.append(contentsOf: field.name.utf8)
+            buffer.append(HTTP1ASCII.colon)
+            buffer.append(HTTP1ASCII.space)
+            buffer.append(contentsOf: field.value.utf8)
+            buffer.append(contentsOf: HTTP1ASCII.crlf)
+        }
+    }
+}
