@@ -141,7 +141,9 @@ import Testing
             role: .response, methods: ["POST"],
             expected: [
                 .response(HTTP1ResponseHead(status: 100, reason: "Continue"), body: .none),
-                .response(HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Content-Length": "2"]), body: .contentLength(2)),
+                .response(
+                    HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Content-Length": "2"]),
+                    body: .contentLength(2)),
                 body("ok"),
                 .messageEnd,
             ]),
@@ -150,7 +152,8 @@ import Testing
             raw: "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\nHTTP/1.1 204\r\n\r\n",
             role: .response, methods: ["GET"],
             expected: [
-                .response(HTTP1ResponseHead(status: 103, reason: "Early Hints", headers: ["Link": "</s.css>"]), body: .none),
+                .response(
+                    HTTP1ResponseHead(status: 103, reason: "Early Hints", headers: ["Link": "</s.css>"]), body: .none),
                 .response(HTTP1ResponseHead(status: 204, reason: ""), body: .none),
                 .messageEnd,
             ]),
@@ -172,12 +175,16 @@ import Testing
                 + "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc",
             role: .response, methods: ["HEAD", "GET", "GET"],
             expected: [
-                .response(HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Content-Length": "1000"]), body: .none),
+                .response(
+                    HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Content-Length": "1000"]), body: .none),
                 .messageEnd,
                 .response(
-                    HTTP1ResponseHead(status: 304, reason: "Not Modified", headers: ["Content-Length": "7"]), body: .none),
+                    HTTP1ResponseHead(status: 304, reason: "Not Modified", headers: ["Content-Length": "7"]),
+                    body: .none),
                 .messageEnd,
-                .response(HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Content-Length": "3"]), body: .contentLength(3)),
+                .response(
+                    HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Content-Length": "3"]),
+                    body: .contentLength(3)),
                 body("abc"),
                 .messageEnd,
             ]),
@@ -186,7 +193,9 @@ import Testing
             raw: "HTTP/1.0 200 OK\r\nServer: x\r\n\r\nsome body\r\nmore",
             role: .response, methods: ["GET"], closeAtEnd: true,
             expected: [
-                .response(HTTP1ResponseHead(version: .http10, status: 200, reason: "OK", headers: ["Server": "x"]), body: .untilClose),
+                .response(
+                    HTTP1ResponseHead(version: .http10, status: 200, reason: "OK", headers: ["Server": "x"]),
+                    body: .untilClose),
                 body("some body\r\nmore"),
                 .messageEnd,
             ]),
@@ -195,7 +204,9 @@ import Testing
             raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nzz",
             role: .response, methods: ["GET"], closeAtEnd: true,
             expected: [
-                .response(HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Transfer-Encoding": "gzip"]), body: .untilClose),
+                .response(
+                    HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Transfer-Encoding": "gzip"]),
+                    body: .untilClose),
                 body("zz"),
                 .messageEnd,
             ]),
@@ -209,7 +220,8 @@ import Testing
             ]),
         Case(
             name: "chunked response with trailers",
-            raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n3\r\nabc\r\n0\r\nX-Sum: 1\r\n\r\n",
+            raw:
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n3\r\nabc\r\n0\r\nX-Sum: 1\r\n\r\n",
             role: .response, methods: ["GET"],
             expected: [
                 .response(
@@ -250,9 +262,16 @@ import Testing
         #expect(parser.bufferedByteCount == second.utf8.count)
         #expect(parser.feed(Array(http: "GET /3 HTTP/1.1\r\nHost: a\r\n\r\n")).isEmpty)
         let next = parser.resume()
-        #expect(next == [.request(HTTP1RequestHead(method: "GET", target: .origin("/2"), headers: ["Host": "a"]), body: .none), .messageEnd])
+        #expect(
+            next == [
+                .request(HTTP1RequestHead(method: "GET", target: .origin("/2"), headers: ["Host": "a"]), body: .none),
+                .messageEnd,
+            ])
         let third = parser.resume()
-        #expect(third.first == .request(HTTP1RequestHead(method: "GET", target: .origin("/3"), headers: ["Host": "a"]), body: .none))
+        #expect(
+            third.first
+                == .request(HTTP1RequestHead(method: "GET", target: .origin("/3"), headers: ["Host": "a"]), body: .none)
+        )
         _ = parser.resume()
         #expect(parser.isIdle)
     }

@@ -18,26 +18,58 @@ import Testing
     static let chunkedHead = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
 
     static let requestCases: [Case] = [
-        Case(name: "request line without version", raw: "GET /\r\nHost: a\r\n\r\n", kind: .invalidRequestLine, status: 400),
-        Case(name: "double space in request line", raw: "GET  / HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidRequestLine, status: 400),
-        Case(name: "trailing space after version", raw: "GET / HTTP/1.1 \r\nHost: a\r\n\r\n", kind: .invalidRequestLine, status: 400),
-        Case(name: "space inside target", raw: "GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidRequestLine, status: 400),
-        Case(name: "bad protocol name", raw: "GET / HTTX/1.1\r\nHost: a\r\n\r\n", kind: .invalidRequestLine, status: 400),
-        Case(name: "HTTP/2.0 on an HTTP/1 connection", raw: "GET / HTTP/2.0\r\nHost: a\r\n\r\n", kind: .unsupportedVersion, status: 505),
-        Case(name: "method with a separator", raw: "G(T / HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidMethod, status: 400),
-        Case(name: "method with non-ASCII", raw: "G\u{e9}T / HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidMethod, status: 400),
-        Case(name: "DEL in target", raw: "GET /a\u{7f}b HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidTarget, status: 400),
-        Case(name: "non-ASCII target", raw: "GET /\u{e9} HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidTarget, status: 400),
-        Case(name: "fragment in target", raw: "GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidTarget, status: 400),
-        Case(name: "userinfo in absolute-form", raw: "GET http://u@a/ HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidTarget, status: 400),
-        Case(name: "absolute-form without //", raw: "GET http:a/ HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidTarget, status: 400),
+        Case(
+            name: "request line without version", raw: "GET /\r\nHost: a\r\n\r\n", kind: .invalidRequestLine,
+            status: 400),
+        Case(
+            name: "double space in request line", raw: "GET  / HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidRequestLine,
+            status: 400),
+        Case(
+            name: "trailing space after version", raw: "GET / HTTP/1.1 \r\nHost: a\r\n\r\n", kind: .invalidRequestLine,
+            status: 400),
+        Case(
+            name: "space inside target", raw: "GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidRequestLine,
+            status: 400),
+        Case(
+            name: "bad protocol name", raw: "GET / HTTX/1.1\r\nHost: a\r\n\r\n", kind: .invalidRequestLine, status: 400),
+        Case(
+            name: "HTTP/2.0 on an HTTP/1 connection", raw: "GET / HTTP/2.0\r\nHost: a\r\n\r\n",
+            kind: .unsupportedVersion, status: 505),
+        Case(
+            name: "method with a separator", raw: "G(T / HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidMethod, status: 400
+        ),
+        Case(
+            name: "method with non-ASCII", raw: "G\u{e9}T / HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidMethod,
+            status: 400),
+        Case(
+            name: "DEL in target", raw: "GET /a\u{7f}b HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidTarget, status: 400),
+        Case(
+            name: "non-ASCII target", raw: "GET /\u{e9} HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidTarget, status: 400),
+        Case(
+            name: "fragment in target", raw: "GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidTarget, status: 400),
+        Case(
+            name: "userinfo in absolute-form", raw: "GET http://u@a/ HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidTarget,
+            status: 400),
+        Case(
+            name: "absolute-form without //", raw: "GET http:a/ HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidTarget,
+            status: 400),
         Case(name: "relative target", raw: "GET a/b HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidTarget, status: 400),
-        Case(name: "port out of range", raw: "GET http://a:65536/ HTTP/1.1\r\nHost: a:65536\r\n\r\n", kind: .invalidTarget, status: 400),
+        Case(
+            name: "port out of range", raw: "GET http://a:65536/ HTTP/1.1\r\nHost: a:65536\r\n\r\n",
+            kind: .invalidTarget, status: 400),
         Case(name: "asterisk with GET", raw: "GET * HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidTarget, status: 400),
-        Case(name: "CONNECT without port", raw: "CONNECT a.example HTTP/1.1\r\nHost: a.example\r\n\r\n", kind: .invalidTarget, status: 400),
-        Case(name: "CONNECT with origin-form", raw: "CONNECT / HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidTarget, status: 400),
-        Case(name: "missing Host on HTTP/1.1", raw: "GET / HTTP/1.1\r\nAccept: */*\r\n\r\n", kind: .missingHost, status: 400),
-        Case(name: "two Host fields", raw: "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", kind: .multipleHost, status: 400),
+        Case(
+            name: "CONNECT without port", raw: "CONNECT a.example HTTP/1.1\r\nHost: a.example\r\n\r\n",
+            kind: .invalidTarget, status: 400),
+        Case(
+            name: "CONNECT with origin-form", raw: "CONNECT / HTTP/1.1\r\nHost: a\r\n\r\n", kind: .invalidTarget,
+            status: 400),
+        Case(
+            name: "missing Host on HTTP/1.1", raw: "GET / HTTP/1.1\r\nAccept: */*\r\n\r\n", kind: .missingHost,
+            status: 400),
+        Case(
+            name: "two Host fields", raw: "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", kind: .multipleHost,
+            status: 400),
         Case(name: "Host with a space", raw: "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", kind: .invalidHost, status: 400),
         Case(name: "Host with userinfo", raw: "GET / HTTP/1.1\r\nHost: u@a\r\n\r\n", kind: .invalidHost, status: 400),
         Case(
@@ -46,15 +78,33 @@ import Testing
         Case(
             name: "Host port differs from absolute-form port",
             raw: "GET http://a.example:8080/ HTTP/1.1\r\nHost: a.example\r\n\r\n", kind: .hostMismatch, status: 400),
-        Case(name: "whitespace before colon", raw: "GET / HTTP/1.1\r\nHost : a\r\n\r\n", kind: .whitespaceBeforeColon, status: 400),
-        Case(name: "tab before colon", raw: "GET / HTTP/1.1\r\nHost: a\r\nX\t: 1\r\n\r\n", kind: .whitespaceBeforeColon, status: 400),
-        Case(name: "empty field name", raw: "GET / HTTP/1.1\r\nHost: a\r\n: x\r\n\r\n", kind: .invalidFieldName, status: 400),
-        Case(name: "field line without colon", raw: "GET / HTTP/1.1\r\nHost: a\r\nJunk\r\n\r\n", kind: .invalidFieldName, status: 400),
-        Case(name: "separator in field name", raw: "GET / HTTP/1.1\r\nHost: a\r\nX(Y: 1\r\n\r\n", kind: .invalidFieldName, status: 400),
-        Case(name: "control character in value", raw: "GET / HTTP/1.1\r\nHost: a\r\nX: a\u{01}b\r\n\r\n", kind: .invalidFieldValue, status: 400),
-        Case(name: "DEL in value", raw: "GET / HTTP/1.1\r\nHost: a\r\nX: a\u{7f}\r\n\r\n", kind: .invalidFieldValue, status: 400),
-        Case(name: "obs-fold with space", raw: "GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", kind: .obsoleteLineFolding, status: 400),
-        Case(name: "obs-fold with tab", raw: "GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n\tb\r\n\r\n", kind: .obsoleteLineFolding, status: 400),
+        Case(
+            name: "whitespace before colon", raw: "GET / HTTP/1.1\r\nHost : a\r\n\r\n", kind: .whitespaceBeforeColon,
+            status: 400),
+        Case(
+            name: "tab before colon", raw: "GET / HTTP/1.1\r\nHost: a\r\nX\t: 1\r\n\r\n", kind: .whitespaceBeforeColon,
+            status: 400),
+        Case(
+            name: "empty field name", raw: "GET / HTTP/1.1\r\nHost: a\r\n: x\r\n\r\n", kind: .invalidFieldName,
+            status: 400),
+        Case(
+            name: "field line without colon", raw: "GET / HTTP/1.1\r\nHost: a\r\nJunk\r\n\r\n", kind: .invalidFieldName,
+            status: 400),
+        Case(
+            name: "separator in field name", raw: "GET / HTTP/1.1\r\nHost: a\r\nX(Y: 1\r\n\r\n",
+            kind: .invalidFieldName, status: 400),
+        Case(
+            name: "control character in value", raw: "GET / HTTP/1.1\r\nHost: a\r\nX: a\u{01}b\r\n\r\n",
+            kind: .invalidFieldValue, status: 400),
+        Case(
+            name: "DEL in value", raw: "GET / HTTP/1.1\r\nHost: a\r\nX: a\u{7f}\r\n\r\n", kind: .invalidFieldValue,
+            status: 400),
+        Case(
+            name: "obs-fold with space", raw: "GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n",
+            kind: .obsoleteLineFolding, status: 400),
+        Case(
+            name: "obs-fold with tab", raw: "GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n\tb\r\n\r\n",
+            kind: .obsoleteLineFolding, status: 400),
         Case(name: "bare CR in a value", raw: "GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n", kind: .bareCR, status: 400),
         Case(name: "bare LF in a value", raw: "GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n", kind: .bareLF, status: 400),
         Case(name: "LF-only line endings", raw: "GET / HTTP/1.1\nHost: a\n\n", kind: .bareLF, status: 400),
@@ -113,16 +163,22 @@ import Testing
             status: 400),
         Case(name: "non-hex chunk size", raw: chunkedHead + "zz\r\n", kind: .invalidChunkSize, status: 400),
         Case(name: "empty chunk size", raw: chunkedHead + "\r\nhello\r\n", kind: .invalidChunkSize, status: 400),
-        Case(name: "0x-prefixed chunk size", raw: chunkedHead + "0x5\r\nhello\r\n", kind: .invalidChunkSize, status: 400),
+        Case(
+            name: "0x-prefixed chunk size", raw: chunkedHead + "0x5\r\nhello\r\n", kind: .invalidChunkSize, status: 400),
         Case(name: "negative chunk size", raw: chunkedHead + "-1\r\n", kind: .invalidChunkSize, status: 400),
-        Case(name: "whitespace then junk after size", raw: chunkedHead + "5 x\r\n", kind: .invalidChunkSize, status: 400),
+        Case(
+            name: "whitespace then junk after size", raw: chunkedHead + "5 x\r\n", kind: .invalidChunkSize, status: 400),
         Case(
             name: "overflowing chunk size", raw: chunkedHead + "10000000000000000\r\n", kind: .chunkSizeOverflow,
             status: 400),
-        Case(name: "Int.max+1 chunk size", raw: chunkedHead + "8000000000000000\r\n", kind: .chunkSizeOverflow, status: 400),
+        Case(
+            name: "Int.max+1 chunk size", raw: chunkedHead + "8000000000000000\r\n", kind: .chunkSizeOverflow,
+            status: 400),
         Case(name: "bare CR after chunk size", raw: chunkedHead + "5\rhello\r\n", kind: .bareCR, status: 400),
         Case(name: "bare LF after chunk size", raw: chunkedHead + "5\nhello\r\n", kind: .invalidChunkSize, status: 400),
-        Case(name: "separator in chunk extension", raw: chunkedHead + "5;a(b\r\nhello\r\n", kind: .invalidChunkExtension, status: 400),
+        Case(
+            name: "separator in chunk extension", raw: chunkedHead + "5;a(b\r\nhello\r\n", kind: .invalidChunkExtension,
+            status: 400),
         Case(
             name: "control character in chunk extension", raw: chunkedHead + "5;a=\u{01}\r\nhello\r\n",
             kind: .invalidChunkExtension, status: 400),
@@ -133,9 +189,15 @@ import Testing
             name: "oversized chunk extension",
             raw: chunkedHead + "5;" + String(repeating: "a", count: HTTP1ChunkedDecoder.extensionLimit + 1) + "\r\n",
             kind: .invalidChunkExtension, status: 400),
-        Case(name: "chunk data too long", raw: chunkedHead + "5\r\nhelloXX\r\n", kind: .invalidChunkTerminator, status: 400),
-        Case(name: "chunk data ended by LF only", raw: chunkedHead + "5\r\nhello\n0\r\n\r\n", kind: .invalidChunkTerminator, status: 400),
-        Case(name: "obs-fold in trailers", raw: chunkedHead + "0\r\nX: a\r\n b\r\n\r\n", kind: .obsoleteLineFolding, status: 400),
+        Case(
+            name: "chunk data too long", raw: chunkedHead + "5\r\nhelloXX\r\n", kind: .invalidChunkTerminator,
+            status: 400),
+        Case(
+            name: "chunk data ended by LF only", raw: chunkedHead + "5\r\nhello\n0\r\n\r\n",
+            kind: .invalidChunkTerminator, status: 400),
+        Case(
+            name: "obs-fold in trailers", raw: chunkedHead + "0\r\nX: a\r\n b\r\n\r\n", kind: .obsoleteLineFolding,
+            status: 400),
         Case(name: "bare LF in trailers", raw: chunkedHead + "0\r\nX: a\n\r\n", kind: .bareLF, status: 400),
         Case(
             name: "header section over 64 KiB",
@@ -155,9 +217,15 @@ import Testing
     ]
 
     static let responseCases: [Case] = [
-        Case(name: "status code with two digits", raw: "HTTP/1.1 20 OK\r\n\r\n", kind: .invalidStatusLine, status: 400, role: .response),
-        Case(name: "no space after status", raw: "HTTP/1.1 200OK\r\n\r\n", kind: .invalidStatusLine, status: 400, role: .response),
-        Case(name: "status line garbage", raw: "ICY 200 OK\r\n\r\n", kind: .invalidStatusLine, status: 400, role: .response),
+        Case(
+            name: "status code with two digits", raw: "HTTP/1.1 20 OK\r\n\r\n", kind: .invalidStatusLine, status: 400,
+            role: .response),
+        Case(
+            name: "no space after status", raw: "HTTP/1.1 200OK\r\n\r\n", kind: .invalidStatusLine, status: 400,
+            role: .response),
+        Case(
+            name: "status line garbage", raw: "ICY 200 OK\r\n\r\n", kind: .invalidStatusLine, status: 400,
+            role: .response),
         Case(
             name: "response with Content-Length and Transfer-Encoding",
             raw: "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",

@@ -97,7 +97,9 @@ public enum HTTP1RequestTarget: Hashable, Sendable, CustomStringConvertible {
 
     /// The default port of the http(s)/ws(s) schemes, nil for others.
     static func defaultPort(scheme: String) -> Int? {
-        if HTTP1ASCII.equalsIgnoringCase(scheme.utf8, "http".utf8) || HTTP1ASCII.equalsIgnoringCase(scheme.utf8, "ws".utf8) {
+        if HTTP1ASCII.equalsIgnoringCase(scheme.utf8, "http".utf8)
+            || HTTP1ASCII.equalsIgnoringCase(scheme.utf8, "ws".utf8)
+        {
             return 80
         }
         if HTTP1ASCII.equalsIgnoringCase(scheme.utf8, "https".utf8)

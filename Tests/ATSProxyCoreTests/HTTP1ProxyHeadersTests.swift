@@ -1,0 +1,78 @@
+import Testing
+
+@testable import ATSProxyCore
+
+/// Hop-by-hop removal, persistence and Expect rules of a forwarding proxy.
+@Suite struct HTTP1ProxyHeadersTests {
+    @Test func hopByHopFieldsAndConnectionNamedFieldsAreRemoved() {
+        let headers: HTTP1Headers = [
+            "Host": "a", "Connection": "close, X-Secret", "x-secret": "1", "Proxy-Connection": "keep-alive",
+            "Keep-Alive": "timeout=5", "TE": "trailers", "Trailer": "X-Sum", "Upgrade": "h2c",
+            "Proxy-Authorization": "Basic eA==", "Proxy-Authenticate": "Basic", "Transfer-Encoding": "chunked",
+            "Accept": "*/*",
+        ]
+        let forwarded = HTTP1ProxyHeaders.removingHopByHop(headers)
+        #expect(forwarded == ["Host": "a", "Transfer-Encoding": "chunked", "Accept": "*/*"])
+        let reframed = HTTP1ProxyHeaders.removingHopByHop(headers, options: .init(reframing: true))
+        #expect(reframed == ["Host": "a", "Accept": "*/*"])
+    }
+
+    @Test func connectionCannotRemoveRoutingOrFramingFields() {
+        let headers: HTTP1Headers = [
+            "Host": "a", "Content-Length": "3", "Connection": "Host, content-length, X-A", "X-A": "1",
+        ]
+        #expect(HTTP1ProxyHeaders.removingHopByHop(headers) == ["Host": "a", "Content-Length": "3"])
+    }
+
+    @Test func upgradeIsKeptWhenUpgrading() {
+        let headers: HTTP1Headers = [
+            "Host": "a", "Upgrade": "websocket", "Connection": "keep-alive, Upgrade", "Sec-WebSocket-Key": "k",
+        ]
+        let forwarded = HTTP1ProxyHeaders.removingHopByHop(headers, options: .init(upgrading: true))
+        #expect(forwarded == ["Host": "a", "Upgrade": "websocket", "Sec-WebSocket-Key": "k", "Connection": "Upgrade"])
+    }
+
+    struct KeepAliveCase: Sendable {
+        let version: HTTP1Version
+        let connection: String?
+        let keepAlive: Bool
+    }
+
+    @Test(arguments: [
+        KeepAliveCase(version: .http11, connection: nil, keepAlive: true),
+        KeepAliveCase(version: .http11, connection: "Close", keepAlive: false),
+        KeepAliveCase(version: .http11, connection: "Upgrade, close", keepAlive: false),
+        KeepAliveCase(version: .http10, connection: nil, keepAlive: false),
+        KeepAliveCase(version: .http10, connection: "Keep-Alive", keepAlive: true),
+        KeepAliveCase(version: .http10, connection: "keep-alive, close", keepAlive: false),
+    ])
+    func keepAliveFollowsVersionAndConnection(_ testCase: KeepAliveCase) {
+        var headers: HTTP1Headers = ["Host": "a"]
+        if let connection = testCase.connection { headers.append(name: "Connection", value: connection) }
+        #expect(HTTP1ProxyHeaders.isKeepAlive(version: testCase.version, headers: headers) == testCase.keepAlive)
+    }
+
+    @Test func expectContinueIsDetected() {
+        func expectation(_ value: String?, _ version: HTTP1Version = .http11) -> HTTP1ProxyHeaders.Expectation {
+            var headers: HTTP1Headers = ["Host": "a"]
+            if let value { headers.append(name: "Expect", value: value) }
+            return HTTP1ProxyHeaders.expectation(
+                of: HTTP1RequestHead(method: "PUT", target: .origin("/"), version: version, headers: headers))
+        }
+        #expect(expectation(nil) == .none)
+        #expect(expectation("100-Continue") == .continue100)
+        #expect(expectation("100-continue", .http10) == .none)
+        #expect(expectation("something-else") == .unsupported)
+    }
+
+    @Test func headerLookupIsCaseInsensitiveAndOrdered() {
+        var headers: HTTP1Headers = ["Set-Cookie": "a=1", "set-cookie": "b=2", "X": "y"]
+        #expect(headers.values("SET-COOKIE") == ["a=1", "b=2"])
+        #expect(headers.count(of: "set-Cookie") == 2)
+        headers.replaceOrAppend(name: "SET-COOKIE", value: "c=3")
+        #expect(headers == ["Set-Cookie": "c=3", "X": "y"])
+        headers.remove("x")
+        #expect(headers == ["Set-Cookie": "c=3"])
+        #expect(!HTTP1Headers.nameMatches("Host", "Hosts"))
+    }
+}
