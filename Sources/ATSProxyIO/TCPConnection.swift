@@ -198,6 +198,12 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
             + " <-> \(remoteAddress?.description ?? "?"))"
     }
 
+    /// Internal state for tests and debugging (call on the loop).
+    var stateSummary: String {
+        "\(lifecycle) in=\(input) out=\(output) rs=\(readSourceSuspended ? "S" : "A")"
+            + " ws=\(writeSourceSuspended ? "S" : "A") q=\(queuedBytes) r=\(bytesRead) w=\(bytesWritten)"
+    }
+
     // MARK: Commands
 
     /// Starts delivering events: arms the read source (unless paused) and flushes writes queued
@@ -271,7 +277,10 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
         switch input {
         case .paused:
             input = .reading
-            if lifecycle == .open { resumeReadSource() }
+            if lifecycle == .open {
+                resumeReadSource()
+                if drainingWithoutEvents { scheduleDrain() }
+            }
         case .reading, .eof:
             return
         }
@@ -318,6 +327,9 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
     }
 
     private var closeWhenDrained = false
+    /// Set after a hang-up event: the read source will not fire again, so reading continues by
+    /// re-scheduling itself until EOF.
+    private var drainingWithoutEvents = false
 
     private var acceptsWrites: Bool {
         guard isOpen else { return false }
@@ -329,16 +341,25 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
 
     // MARK: Read side
 
+    /// A read event. On Linux, libdispatch answers `EPOLLHUP` with one last event whose `data` is 0
+    /// and then removes the fd from epoll: the source never fires again. So a zero estimate switches
+    /// the connection to draining by itself (re-scheduling on the loop) until EOF or an error.
     private func readable() {
+        if readSource.data == 0 { drainingWithoutEvents = true }
+        readAvailable()
+    }
+
+    /// Reads up to a few buffers (fairness between connections on one loop), delivering each.
+    private func readAvailable() {
         guard lifecycle == .open, input == .reading else { return }
         let buffer = loop.readBuffer
-        // A few reads per event keep fairness between connections on one loop.
         for _ in 0..<4 {
             let n = sysRead(fileDescriptor, buffer.baseAddress, buffer.count)
             if n > 0 {
                 bytesRead += UInt64(n)
                 storedHandler?.connectionDidRead(self, bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                guard lifecycle == .open, input == .reading, n == buffer.count else { return }
+                guard lifecycle == .open, input == .reading else { return }
+                if n < buffer.count && !drainingWithoutEvents { return }
                 continue
             }
             if n == 0 {
@@ -347,10 +368,19 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
             }
             let code = currentErrno()
             if code == EINTR { continue }
-            if code == EAGAIN || code == EWOULDBLOCK { return }
+            if code == EAGAIN || code == EWOULDBLOCK {
+                // Not a hang-up after all: the source is still registered and will fire again.
+                drainingWithoutEvents = false
+                return
+            }
             fail(IOError(call: "read", errno: code))
             return
         }
+        if drainingWithoutEvents { scheduleDrain() }
+    }
+
+    private func scheduleDrain() {
+        loop.queue.async { [self] in readAvailable() }
     }
 
     private func receivedEOF() {

@@ -1,0 +1,211 @@
+import Dispatch
+import Foundation
+import Testing
+
+@testable import ATSProxyIO
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A client that sends a fixed payload, half-closes, and checks that the echo matches.
+final class EchoClient: TCPConnectionHandler, @unchecked Sendable {
+    let payload: [UInt8]
+    let tally: Tally
+    var received: [UInt8] = []
+    var connection: TCPConnection?
+
+    init(payload: [UInt8], tally: Tally) {
+        self.payload = payload
+        self.tally = tally
+    }
+
+    func begin(_ connection: TCPConnection) {
+        connection.handler = self
+        self.connection = connection
+        tally.register(self)
+        // Several small writes exercise queueing and coalescing.
+        var offset = 0
+        while offset < payload.count {
+            let end = min(payload.count, offset + 97)
+            connection.write(Array(payload[offset..<end]))
+            offset = end
+        }
+        connection.shutdownWrite()
+    }
+
+    func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {
+        received.append(contentsOf: bytes)
+    }
+
+    func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) {
+        if reason == .finished, checksum(received) == checksum(payload), received.count == payload.count {
+            tally.succeed()
+        } else {
+            tally.fail("client \(connection.id): \(reason), \(received.count)/\(payload.count) bytes")
+        }
+    }
+}
+
+/// FNV-1a 64 over the bytes.
+func checksum(_ bytes: [UInt8]) -> UInt64 {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in bytes {
+        hash ^= UInt64(byte)
+        hash = hash &* 0x100_0000_01b3
+    }
+    return hash
+}
+
+@Suite("TCPConnection")
+struct TCPConnectionTests {
+    @Test("200 concurrent clients get their bytes echoed back intact")
+    func echoServerWithManyClients() throws {
+        let serverGroup = EventLoopGroup(loopCount: 2)
+        let clientGroup = EventLoopGroup(loopCount: 2)
+        let listener = try startEchoServer(group: serverGroup)
+        defer { stopAndWait(listener) }
+        let clients = 200
+        let tally = Tally(target: clients)
+        let address = listener.boundAddress
+        for index in 0..<clients {
+            var generator = SystemRandomNumberGenerator()
+            let size = 200 + Int.random(in: 0..<3000, using: &generator)
+            let payload = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
+            let loop = clientGroup.next()
+            loop.execute {
+                TCPConnector.connect(to: [address], on: loop, timeout: .seconds(10)) { result in
+                    switch result {
+                    case .success(let connection):
+                        EchoClient(payload: payload, tally: tally).begin(connection)
+                    case .failure(let error):
+                        tally.fail("connect: \(error)")
+                    }
+                }
+            }
+        }
+        let finished = tally.wait(seconds: 20)
+        if !finished {
+            print("STUCK live", listener.liveConnections)
+            for client in tally.registered {
+                guard let c = client.connection else { continue }
+                let summary = onLoop(c.loop) { [client] in
+                    "\(client.received.count)/\(client.payload.count) \(c.stateSummary)"
+                }
+                print("STUCK?", summary)
+            }
+        }
+        #expect(finished)
+        #expect(tally.failureList.isEmpty, "\(tally.failureList.prefix(5))")
+        #expect(tally.successes == clients)
+        #expect(eventually { listener.liveConnections == 0 })
+    }
+
+    @Test("close with a full write queue drops the queue, reports .local and frees the connection")
+    func closeWhileWritePending() throws {
+        let group = EventLoopGroup(loopCount: 1)
+        let loop = group.loops[0]
+        let closed = Expectation<TCPCloseReason>()
+        let queuedAtClose = Expectation<Int>()
+        final class Closer: TCPConnectionHandler {
+            let closed: Expectation<TCPCloseReason>
+            init(closed: Expectation<TCPCloseReason>) { self.closed = closed }
+            func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {}
+            func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) { closed.fulfill(reason) }
+        }
+        final class WeakBox: @unchecked Sendable { weak var connection: TCPConnection? }
+        let weakBox = WeakBox()
+        let listener = try TCPListener(
+            configuration: .init(address: ListenAddress(parsing: "127.0.0.1:0")!), group: group,
+            onAccept: { connection in
+                connection.handler = Closer(closed: closed)
+                weakBox.connection = connection
+                // The client never reads: 16 MiB cannot all fit in the socket buffers.
+                let chunk = [UInt8](repeating: 0x5a, count: 1 << 20)
+                for _ in 0..<16 { connection.write(chunk) }
+                queuedAtClose.fulfill(connection.queuedBytes)
+                connection.close()
+            })
+        listener.start()
+        defer { stopAndWait(listener) }
+        let client = try BlockingClient(connectingTo: listener.boundAddress)
+        defer { client.close() }
+        #expect((queuedAtClose.wait() ?? 0) > 0)
+        #expect(closed.wait() == .local)
+        #expect(eventually { listener.liveConnections == 0 })
+        #expect(eventually { onLoop(loop) { weakBox.connection == nil } })
+    }
+
+    @Test("a peer reset is reported as .reset")
+    func peerResetIsDetected() throws {
+        let group = EventLoopGroup(loopCount: 1)
+        let closed = Expectation<TCPCloseReason>()
+        let gotBytes = Expectation<Bool>()
+        final class Watcher: TCPConnectionHandler {
+            let closed: Expectation<TCPCloseReason>
+            let gotBytes: Expectation<Bool>
+            init(closed: Expectation<TCPCloseReason>, gotBytes: Expectation<Bool>) {
+                self.closed = closed
+                self.gotBytes = gotBytes
+            }
+            func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {
+                gotBytes.fulfill(true)
+            }
+            func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) { closed.fulfill(reason) }
+        }
+        let listener = try TCPListener(
+            configuration: .init(address: ListenAddress(parsing: "127.0.0.1:0")!), group: group,
+            onAccept: { connection in connection.handler = Watcher(closed: closed, gotBytes: gotBytes) })
+        listener.start()
+        defer { stopAndWait(listener) }
+        let client = try BlockingClient(connectingTo: listener.boundAddress)
+        client.send("hello")
+        #expect(gotBytes.wait() == true)
+        client.reset()
+        #expect(closed.wait() == .reset)
+    }
+
+    @Test("a writer to a reset peer sees .reset, not SIGPIPE")
+    func writeToResetPeer() throws {
+        let group = EventLoopGroup(loopCount: 1)
+        let loop = group.loops[0]
+        let accepted = Expectation<TCPConnection>()
+        let closed = Expectation<TCPCloseReason>()
+        final class Recorder: TCPConnectionHandler {
+            let closed: Expectation<TCPCloseReason>
+            init(closed: Expectation<TCPCloseReason>) { self.closed = closed }
+            func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {}
+            func connectionDidReadEOF(_ connection: TCPConnection) {}
+            func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) { closed.fulfill(reason) }
+        }
+        let listener = try TCPListener(
+            configuration: .init(address: ListenAddress(parsing: "127.0.0.1:0")!), group: group,
+            onAccept: { connection in
+                connection.handler = Recorder(closed: closed)
+                accepted.fulfill(connection)
+            })
+        listener.start()
+        defer { stopAndWait(listener) }
+        let client = try BlockingClient(connectingTo: listener.boundAddress)
+        let connection = try #require(accepted.wait())
+        client.reset()
+        usleep(20_000)
+        loop.execute {
+            for _ in 0..<64 { connection.write([UInt8](repeating: 1, count: 65536)) }
+        }
+        #expect(closed.wait() == .reset)
+    }
+
+    @Test("half-close: the server's reply still arrives after the client shut down its write side")
+    func halfCloseDeliversReply() throws {
+        let group = EventLoopGroup(loopCount: 1)
+        let listener = try startEchoServer(group: group)
+        defer { stopAndWait(listener) }
+        let client = try BlockingClient(connectingTo: listener.boundAddress)
+        defer { client.close() }
+        client.send("ping over half-close")
+        client.shutdownWrite()
+        #expect(String(decoding: client.readToEnd(), as: UTF8.self) == "ping over half-close")
+        #expect(eventually { listener.liveConnections == 0 })
+    }
+}
