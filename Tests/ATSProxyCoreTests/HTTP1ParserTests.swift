@@ -386,4 +386,24 @@ import Testing
         #expect(head.status == 404)
         #expect(head.reason == "Nicht gefunden \u{e9}")
     }
+
+    /// Microbenchmark-shaped workload (timing lives in the benchmark script): a thousand pipelined
+    /// requests in one chunk are parsed one at a time, and the held bytes shrink with each message.
+    @Test func thousandPipelinedRequestsInOneChunk() {
+        let one = "GET /resource HTTP/1.1\r\nHost: bench.example\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n"
+        let bytes = Array(http: String(repeating: one, count: 1000))
+        var parser = HTTP1Parser(role: .request)
+        var events = parser.feed(bytes)
+        var requests = 0
+        var previousHeld = Int.max
+        while true {
+            requests += events.filter { if case .request = $0 { true } else { false } }.count
+            #expect(parser.bufferedByteCount < previousHeld || parser.bufferedByteCount == 0)
+            previousHeld = parser.bufferedByteCount
+            guard parser.isPaused, parser.bufferedByteCount > 0 else { break }
+            events = parser.resume()
+        }
+        #expect(requests == 1000)
+        #expect(parser.bufferedByteCount == 0)
+    }
 }

@@ -32,6 +32,7 @@ import Testing
         #expect(forwarded == ["Host": "a", "Upgrade": "websocket", "Sec-WebSocket-Key": "k", "Connection": "Upgrade"])
     }
 
+    /// A version and Connection value with the persistence they imply.
     struct KeepAliveCase: Sendable {
         let version: HTTP1Version
         let connection: String?

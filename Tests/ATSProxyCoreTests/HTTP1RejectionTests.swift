@@ -175,7 +175,8 @@ import Testing
             name: "Int.max+1 chunk size", raw: chunkedHead + "8000000000000000\r\n", kind: .chunkSizeOverflow,
             status: 400),
         Case(name: "bare CR after chunk size", raw: chunkedHead + "5\rhello\r\n", kind: .bareCR, status: 400),
-        Case(name: "bare LF after chunk size", raw: chunkedHead + "5\nhello\r\n", kind: .invalidChunkSize, status: 400),
+        Case(name: "bare LF after chunk size", raw: chunkedHead + "5\nhello\r\n", kind: .bareLF, status: 400),
+        Case(name: "bare LF after chunk extension", raw: chunkedHead + "5;a=b\nhello\r\n", kind: .bareLF, status: 400),
         Case(
             name: "separator in chunk extension", raw: chunkedHead + "5;a(b\r\nhello\r\n", kind: .invalidChunkExtension,
             status: 400),

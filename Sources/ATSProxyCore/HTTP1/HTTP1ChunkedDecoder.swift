@@ -90,6 +90,7 @@ struct HTTP1ChunkedDecoder {
             case HTTP1ASCII.cr: state = .sizeLineFeed(value: value)
             case HTTP1ASCII.semicolon: state = .extensions(value: value, quoted: false, escaped: false, length: 0)
             case HTTP1ASCII.space, HTTP1ASCII.htab: state = .sizeWhitespace(value: value)
+            case HTTP1ASCII.lf: return HTTP1ParseError(.bareLF)
             default: return HTTP1ParseError(.invalidChunkSize)
             }
         case .sizeWhitespace(let value):
@@ -136,6 +137,8 @@ struct HTTP1ChunkedDecoder {
         switch byte {
         case HTTP1ASCII.cr:
             state = .sizeLineFeed(value: value)
+        case HTTP1ASCII.lf:
+            return HTTP1ParseError(.bareLF)
         case HTTP1ASCII.quote:
             state = .extensions(value: value, quoted: true, escaped: false, length: next)
         case HTTP1ASCII.semicolon, HTTP1ASCII.equals, HTTP1ASCII.space, HTTP1ASCII.htab:

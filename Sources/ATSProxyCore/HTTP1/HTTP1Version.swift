@@ -22,14 +22,13 @@ public struct HTTP1Version: Hashable, Sendable, CustomStringConvertible {
     /// `HTTP/<major>.<minor>`.
     public var description: String { "HTTP/\(major).\(minor)" }
 
-    /// Parses exactly `HTTP/DIGIT.DIGIT`.
-    init?<Bytes: Collection<UInt8>>(bytes: Bytes) {
-        let expected: [UInt8] = Array("HTTP/".utf8)
-        guard bytes.count == 8, bytes.starts(with: expected) else { return nil }
-        let tail = Array(bytes.dropFirst(5))
-        guard HTTP1ASCII.isDigit(tail[0]), tail[1] == UInt8(ascii: "."), HTTP1ASCII.isDigit(tail[2]) else {
-            return nil
-        }
-        self.init(major: Int(tail[0] - UInt8(ascii: "0")), minor: Int(tail[2] - UInt8(ascii: "0")))
+    /// Parses exactly `HTTP/DIGIT.DIGIT`, without allocating.
+    init?(bytes: ArraySlice<UInt8>) {
+        guard bytes.count == 8, bytes.starts(with: "HTTP/".utf8) else { return nil }
+        let major = bytes[bytes.startIndex + 5]
+        let dot = bytes[bytes.startIndex + 6]
+        let minor = bytes[bytes.startIndex + 7]
+        guard HTTP1ASCII.isDigit(major), dot == UInt8(ascii: "."), HTTP1ASCII.isDigit(minor) else { return nil }
+        self.init(major: Int(major - UInt8(ascii: "0")), minor: Int(minor - UInt8(ascii: "0")))
     }
 }
