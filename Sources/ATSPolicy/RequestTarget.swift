@@ -89,6 +89,8 @@ public struct RequestTarget: Sendable, Hashable, Codable, CustomStringConvertibl
         } else if let colon = rest.lastIndex(of: ":") {
             hostText = rest[..<colon]
             portText = rest[rest.index(after: colon)...]
+            // More than one colon outside brackets: an IPv6 literal without its brackets.
+            guard !hostText.contains(":") else { throw .notAbsolute(text) }
         } else {
             hostText = rest
         }
