@@ -302,6 +302,35 @@ import Testing
         #expect(partial.inputClosed() == [.failed(HTTP1ParseError(.truncatedMessage))])
     }
 
+    @Test func upstreamCloseBeforeTheResponseIsTruncated() {
+        var parser = HTTP1Parser(role: .response)
+        parser.requestSent(method: "GET")
+        #expect(parser.inputClosed() == [.failed(HTTP1ParseError(.truncatedMessage))])
+        var idle = HTTP1Parser(role: .response)
+        #expect(idle.inputClosed().isEmpty)
+        var interim = HTTP1Parser(role: .response)
+        interim.requestSent(method: "PUT")
+        _ = interim.feed(Array(http: "HTTP/1.1 100 Continue\r\n\r\n"))
+        #expect(interim.inputClosed() == [.failed(HTTP1ParseError(.truncatedMessage))])
+    }
+
+    @Test func rejectionResponseIsAReadableCloseResponse() {
+        let bytes = HTTP1ParseError(.headerSectionTooLarge).rejectionResponse()
+        var parser = HTTP1Parser(role: .response)
+        parser.requestSent(method: "GET")
+        let events = parser.feed(bytes)
+        guard case .response(let head, .contentLength(let length))? = events.first else {
+            Issue.record("not a response: \(events)")
+            return
+        }
+        #expect(head.status == 431)
+        #expect(head.reason == "Request Header Fields Too Large")
+        #expect(!HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers))
+        #expect(events.dropFirst().first == body("header section larger than 64 KiB\n"))
+        #expect(length == 34)
+        #expect(HTTP1ParseError(.unsupportedTransferEncoding).statusReasonPhrase == "Not Implemented")
+    }
+
     @Test func responseWithoutOutstandingRequestIsRejected() {
         var parser = HTTP1Parser(role: .response)
         #expect(parser.feed(Array(http: "HTTP/1.1 200 OK\r\n\r\n")) == [.failed(HTTP1ParseError(.unexpectedResponse))])

@@ -125,11 +125,13 @@ public struct HTTP1Parser: Sendable {
         return bytes
     }
 
-    /// The peer closed its side. Ends a read-until-close body; anything else mid-message is truncated.
+    /// The peer closed its side. Ends a read-until-close body; anything else mid-message is truncated,
+    /// and so is a close before the response to an outstanding request (response role).
     public mutating func inputClosed() -> [HTTP1Event] {
         switch state {
         case .head:
-            guard scanner.isEmpty else { return fail(.truncatedMessage) }
+            // A response that never started is as truncated as a partial one (upstream reset, -1005).
+            guard scanner.isEmpty && outstandingMethods.isEmpty else { return fail(.truncatedMessage) }
             state = .closed
             return []
         case .contentLength, .chunked:
