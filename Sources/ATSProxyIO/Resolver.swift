@@ -224,7 +224,8 @@ public final class Resolver: Sendable {
         var list: UnsafeMutablePointer<addrinfo>?
         let rc = getaddrinfo(host, String(port), &hints, &list)
         guard rc == 0, let first = list else {
-            let detail = rc == EAI_SYSTEM ? String(cString: strerror(currentErrno())) : String(cString: gai_strerror(rc))
+            let detail =
+                rc == EAI_SYSTEM ? String(cString: strerror(currentErrno())) : String(cString: gai_strerror(rc))
             return .failure(.dnsFailure(host: host, detail: detail))
         }
         defer { freeaddrinfo(list) }

@@ -37,8 +37,9 @@ public protocol TCPConnectionHandler: AnyObject {
     /// Bytes arrived. `bytes` points into the loop's shared read buffer and is valid only during
     /// the call: copy what must outlive it (or pass it straight to another connection's `write`).
     func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer)
-    /// The peer shut down its write side (read returned 0). Reading stops for good. Default: finish
-    /// our side too (`shutdownWrite()`, which closes once the write queue has drained).
+    /// The peer shut down its write side (read returned 0). Reading stops for good. Delivered even
+    /// when our write side is already shut (the connection then closes with `.finished` right after).
+    /// Default: finish our side too (`shutdownWrite()`, which closes once the write queue drained).
     func connectionDidReadEOF(_ connection: TCPConnection)
     /// The write queue crossed the high watermark (`false`) or fell back to the low one (`true`).
     /// A relay pauses the other side's reads on `false` and resumes them on `true`.
@@ -386,11 +387,9 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
     private func receivedEOF() {
         input = .eof
         suspendReadSource()
-        if output == .shutdown {
-            terminate(.finished)
-            return
-        }
         storedHandler?.connectionDidReadEOF(self)
+        guard lifecycle == .open else { return }
+        if output == .shutdown { terminate(.finished) }
     }
 
     // MARK: Write side

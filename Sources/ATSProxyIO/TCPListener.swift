@@ -74,6 +74,8 @@ public final class TCPListener: @unchecked Sendable {
     private let acceptQueue: DispatchQueue
     private let source: any DispatchSourceRead
     private var state = State.bound
+    private var socketClosed = false
+    private var stopCompletions: [@Sendable () -> Void] = []
     private let counterLock = NSLock()
     private var live = 0
     private let onAccept: @Sendable (TCPConnection) -> Void
@@ -130,7 +132,13 @@ public final class TCPListener: @unchecked Sendable {
         self.acceptQueue = DispatchQueue(label: "ats-proxy.accept.\(bound)")
         self.source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
         source.setEventHandler { [self] in acceptAll() }
-        source.setCancelHandler { sysClose(fd) }
+        source.setCancelHandler { [self] in
+            sysClose(fd)
+            socketClosed = true
+            let completions = stopCompletions
+            stopCompletions = []
+            for completion in completions { completion() }
+        }
     }
 
     /// Live (accepted, not yet closed, within the limit) connections.
@@ -152,9 +160,12 @@ public final class TCPListener: @unchecked Sendable {
     }
 
     /// Stops accepting and closes the listening socket; `completion` runs (on the accept queue) once
-    /// no further connection can be accepted. Idempotent.
+    /// the socket is closed, so a new connect is refused from then on. Idempotent.
     public func stop(completion: (@Sendable () -> Void)? = nil) {
         acceptQueue.async { [self] in
+            if let completion {
+                if socketClosed { completion() } else { stopCompletions.append(completion) }
+            }
             switch state {
             case .bound, .backingOff:
                 source.cancel()
@@ -165,7 +176,6 @@ public final class TCPListener: @unchecked Sendable {
                 break
             }
             state = .stopped
-            completion?()
         }
     }
 
@@ -203,7 +213,8 @@ public final class TCPListener: @unchecked Sendable {
         if let allowList = effectiveAllowList {
             guard let peer, allowList.allows(peer.ip) else {
                 sysClose(client)
-                logger.notice("refused client outside --allow-client", metadata: ["client": "\(peer?.description ?? "?")"])
+                logger.notice(
+                    "refused client outside --allow-client", metadata: ["client": "\(peer?.description ?? "?")"])
                 if let peer { onRefusedClient?(peer) }
                 return
             }
