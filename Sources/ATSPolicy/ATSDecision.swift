@@ -73,6 +73,12 @@ public struct ATSDecision: Sendable, Hashable, Codable {
             ? ATSBlock(error: .appTransportSecurityRequiresSecureConnection, streamDomain: nil, streamCode: nil) : nil
     }
 
-    /// One line naming the rule that decided, for headers such as `X-ATS-Rule`.
-    public var ruleSummary: String { ruleChain.last?.text ?? "" }
+    /// One line naming the rule that decided, for headers such as `X-ATS-Rule`: for a blocked
+    /// cleartext load the step that made ATS required (the last step only restates the block).
+    public var ruleSummary: String {
+        switch outcome {
+        case .cleartextBlocked: return ruleChain.dropLast().last?.text ?? ruleChain.last?.text ?? ""
+        case .cleartextAllowed, .https: return ruleChain.last?.text ?? ""
+        }
+    }
 }

@@ -45,8 +45,9 @@ public enum CertificateMinter {
         let certificate = Certificate(taking: x509)
         try check(X509_set_version(x509, Int(X509_VERSION_3)), "X509_set_version")
         try setRandomSerial(x509)
-        guard X509_time_adj_ex(X509_getm_notBefore(x509), 0, Int(spec.notBefore.timeIntervalSince1970), nil) != nil,
-            X509_time_adj_ex(X509_getm_notAfter(x509), 0, Int(spec.notAfter.timeIntervalSince1970), nil) != nil
+        // ASN1_TIME_set takes an absolute time; X509_time_adj_ex with a nil base would add it to now.
+        guard ASN1_TIME_set(X509_getm_notBefore(x509), time_t(spec.notBefore.timeIntervalSince1970)) != nil,
+            ASN1_TIME_set(X509_getm_notAfter(x509), time_t(spec.notAfter.timeIntervalSince1970)) != nil
         else { throw OpenSSLError("set validity") }
 
         guard let name = X509_NAME_new() else { throw OpenSSLError("X509_NAME_new") }

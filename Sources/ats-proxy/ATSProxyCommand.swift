@@ -14,7 +14,10 @@ struct ATSProxyCommand: ParsableCommand {
             empty ATS dictionary applies: full ATS, what a new app gets.
             """,
         version: ATSProxyVersion.text,
-        subcommands: [ExplainCommand.self, LintCommand.self, CACommand.self, DiagnoseCommand.self]
+        subcommands: [
+            RunCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self, DiagnoseCommand.self,
+        ],
+        defaultSubcommand: RunCommand.self
     )
 
     /// Runs the command line. Usage and validation errors exit with status 2 (not

@@ -48,7 +48,7 @@ public struct ATSErrorResponse: Sendable, Equatable {
         headers.append(("X-ATS-Rule", oneLine(rule)))
         headers.append(("Content-Type", "text/plain; charset=utf-8"))
         headers.append(("Cache-Control", "no-store"))
-        var body = "ats-proxy could not complete this load the way the device would not.\n\n\(url)\n"
+        var body = "ats-proxy failed this load the way the device would.\n\n\(url)\n"
         let pair = streamDomain.flatMap { d in streamCode.map { " [\(d):\($0)]" } } ?? ""
         body += "NSURLErrorDomain \(error.rawValue)\(pair): \(explanation)\n"
         if let fix { body += "\nFix: \(fix)\n" }
@@ -79,8 +79,13 @@ public struct ATSErrorResponse: Sendable, Equatable {
             text.unicodeScalars.map { scalar -> Character in
                 if scalar == "\r" || scalar == "\n" || scalar == "\t" { return " " }
                 if scalar.value >= 0x20 && scalar.value < 0x7F { return Character(scalar) }
-                if scalar == "→" { return ">" }
-                return "?"
+                switch scalar {
+                case "→": return ">"
+                case "–", "—": return "-"
+                case "≥": return "+"
+                case "“", "”": return "\""
+                default: return "?"
+                }
             })
     }
 }

@@ -1,0 +1,26 @@
+import ATSPolicy
+import ATSTLS
+
+/// The shared collaborators of every session: policy, settings, and the two TLS factories.
+/// Immutable and thread-safe; one instance per running proxy.
+public final class ProxyServices: Sendable {
+    public let policy: PolicyStore
+    public let settings: ProxySettings
+    /// Client-facing TLS (minted leaves per SNI name).
+    public let serverTLS: ServerTLSContext
+    /// Upstream TLS built from each decision's requirements.
+    public let upstreamTLS: UpstreamTLSClient
+    /// Process id shown in console lines (passed in: the core makes no system calls).
+    public let processID: Int
+
+    public init(
+        policy: PolicyStore, settings: ProxySettings, serverTLS: ServerTLSContext, upstreamTLS: UpstreamTLSClient,
+        processID: Int
+    ) {
+        self.policy = policy
+        self.settings = settings
+        self.serverTLS = serverTLS
+        self.upstreamTLS = upstreamTLS
+        self.processID = processID
+    }
+}

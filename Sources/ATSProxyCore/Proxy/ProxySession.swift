@@ -1,0 +1,1160 @@
+import ATSPolicy
+import ATSTLS
+import Foundation
+
+/// The state machine of one client connection to the proxy (sans-io): it parses HTTP/1.1 from
+/// the client, decides each request with the ATS policy, answers blocked loads itself, runs TLS
+/// with the client (minted leaf) and with the upstream (requirements from the decision), judges
+/// the upstream handshake, and relays messages. It never touches a socket or a clock: the driver
+/// feeds `ProxyEvent`s with the current time and executes the returned `ProxyCommand`s in order.
+///
+/// Not thread-safe: one driver owns it on one serial queue. It owns its TLS engines.
+public struct ProxySession {
+    /// What the client connection is doing.
+    enum Phase {
+        /// Reading HTTP/1.1 requests (cleartext, or decrypted inside an intercepted tunnel).
+        case http
+        /// CONNECT answered with 200; the TLS handshake with the client is in progress.
+        case clientHandshake
+        /// CONNECT to a passthrough host: probing the upstream before answering.
+        case passthroughProbe(host: String, port: Int)
+        /// Probe passed; opening the raw tunnel connection.
+        case passthroughConnecting(host: String, port: Int)
+        /// Bytes relayed both ways without parsing (passthrough tunnel, or after 101).
+        case relay
+        /// The connection is being closed; further events are ignored.
+        case closed
+    }
+
+    /// What the upstream leg is doing.
+    enum Upstream {
+        /// No upstream connection.
+        case none
+        /// TCP connect in progress.
+        case connecting(UpstreamKey)
+        /// TCP open; TLS handshake in progress.
+        case handshaking(UpstreamKey, TLSConnection)
+        /// Ready for requests (TLS established when the key has requirements).
+        case ready(UpstreamKey, TLSConnection?)
+    }
+
+    /// Identity of a reusable upstream connection: host, port and the TLS requirements it was
+    /// judged against (nil for cleartext).
+    struct UpstreamKey: Hashable {
+        var host: String
+        var port: Int
+        var requirements: TLSRequirements?
+        var permissive: Bool
+    }
+
+    /// What the current exchange does with the upstream.
+    enum ExchangeKind {
+        /// Forwarded to the origin.
+        case forward
+        /// Answered by the proxy itself; any request body is discarded.
+        case local
+        /// The TLS probe of a passthrough CONNECT.
+        case probe
+    }
+
+    /// One request/response exchange.
+    struct Exchange {
+        let number: Int
+        let start: Date
+        let method: String
+        let url: String
+        let target: RequestTarget
+        let decision: ATSDecision
+        let source: RequestSource
+        let requestHeaders: HTTP1Headers
+        var kind: ExchangeKind
+        var clientKeepAlive: Bool
+        var requestWriter: HTTP1BodyWriter
+        var requestDone = false
+        var responseParser = HTTP1Parser(role: .response)
+        var responseWriter: HTTP1BodyWriter?
+        var responseStarted = false
+        var responseDone = false
+        var responseStatus: Int?
+        var responseHeaders = HTTP1Headers()
+        var upstreamKeepAlive = true
+        var bytesFromClient = 0
+        var bytesToClient = 0
+        var tls: [String: String]?
+        var result: RequestRecord.Result = .completed
+        var errorCode: Int?
+        var streamError: String?
+        var rule: String
+        var fix: String?
+        var consoleLines: [String] = []
+        var isUpgradeRequest = false
+        /// Whether the request carries a body (one not yet received blocks keep-alive after a local answer).
+        var requestHasBody = false
+        /// The requirements the upstream is judged against (nil for cleartext).
+        var requirements: TLSRequirements?
+    }
+
+    public let services: ProxyServices
+    public let clientAddress: String
+    /// N of `Connection N:` in console lines.
+    public let connectionNumber: Int
+    let taskUUID = UUID()
+    var requestCount = 0
+    var phase: Phase = .http
+    var parser = HTTP1Parser(role: .request)
+    var clientTLS: TLSConnection?
+    /// The CONNECT authority of an intercepted tunnel.
+    var tunnel: (host: String, port: Int)?
+    var exchange: Exchange?
+    var upstream: Upstream = .none
+    /// Plaintext waiting for the upstream to become ready.
+    var pendingUpstream: [UInt8] = []
+    var clientReadsPaused = false
+    var commands: [ProxyCommand] = []
+    var now = Date(timeIntervalSince1970: 0)
+
+    public init(services: ProxyServices, clientAddress: String, connectionNumber: Int) {
+        self.services = services
+        self.clientAddress = clientAddress
+        self.connectionNumber = connectionNumber
+    }
+
+    /// Commands to run right after the connection is accepted (arms the idle timer).
+    public mutating func start() -> [ProxyCommand] {
+        [.armTimer(seconds: services.settings.idleTimeout)]
+    }
+
+    /// Handles one event at time `now` and returns what the driver must do, in order.
+    public mutating func handle(_ event: ProxyEvent, now: Date) -> [ProxyCommand] {
+        self.now = now
+        commands = []
+        if case .closed = phase { return [] }
+        switch event {
+        case .clientBytes(let bytes): clientBytes(bytes)
+        case .clientEOF: clientEOF()
+        case .upstreamConnected: upstreamConnected()
+        case .upstreamConnectFailed(let code, let detail): upstreamConnectFailed(code, detail: detail)
+        case .upstreamBytes(let bytes): upstreamBytes(bytes)
+        case .upstreamEOF: upstreamEOF(reset: false)
+        case .upstreamReset: upstreamEOF(reset: true)
+        case .timerFired: timerFired()
+        }
+        if case .closed = phase {
+        } else {
+            updateTimer()
+        }
+        let out = commands
+        commands = []
+        return out
+    }
+
+    /// Whether the session wants the driver to stop reading from the client.
+    public var wantsClientReadsPaused: Bool { clientReadsPaused }
+
+    // MARK: - Client input
+
+    private mutating func clientBytes(_ bytes: [UInt8]) {
+        switch phase {
+        case .http:
+            if let tls = clientTLS {
+                tls.receive(bytes)
+                drainClientTLS(tls)
+            } else {
+                feedParser(bytes)
+            }
+        case .clientHandshake:
+            guard let tls = clientTLS else { return close() }
+            tls.receive(bytes)
+            continueClientHandshake(tls)
+        case .relay:
+            if let tls = clientTLS {
+                tls.receive(bytes)
+                drainClientTLS(tls)
+            } else {
+                sendToUpstream(bytes)
+            }
+        case .passthroughProbe, .passthroughConnecting:
+            pendingUpstream.append(contentsOf: bytes)
+        case .closed:
+            break
+        }
+    }
+
+    private mutating func continueClientHandshake(_ tls: TLSConnection) {
+        let progress = tls.handshake()
+        flushClientTLS(tls)
+        switch progress {
+        case .needsInput:
+            break
+        case .complete:
+            phase = .http
+            drainClientTLS(tls)
+        case .failed(let failure):
+            logClientHandshakeFailure(failure)
+            close()
+        }
+    }
+
+    /// Reads every decrypted byte the client TLS engine holds and processes it.
+    private mutating func drainClientTLS(_ tls: TLSConnection) {
+        while true {
+            switch tls.read() {
+            case .data(let plain):
+                if case .relay = phase {
+                    sendToUpstream(plain)
+                } else {
+                    feedParser(plain)
+                }
+                if case .closed = phase { return }
+            case .needsInput:
+                flushClientTLS(tls)
+                return
+            case .closed:
+                clientEOF()
+                return
+            case .failed:
+                close()
+                return
+            }
+        }
+    }
+
+    private mutating func feedParser(_ bytes: [UInt8]) {
+        let events = parser.feed(bytes)
+        process(events)
+    }
+
+    private mutating func process(_ events: [HTTP1Event]) {
+        for event in events {
+            if case .closed = phase { return }
+            switch event {
+            case .request(let head, let framing):
+                requestHead(head, framing: framing)
+            case .response:
+                close()
+            case .body(let slice):
+                requestBody(slice)
+            case .trailers(let trailers):
+                requestEnd(trailers: trailers)
+            case .messageEnd:
+                requestEnd(trailers: nil)
+            case .upgraded(let remaining):
+                if case .clientHandshake = phase, let tls = clientTLS {
+                    tls.receive(Array(remaining))
+                    continueClientHandshake(tls)
+                } else if !remaining.isEmpty {
+                    pendingUpstream.append(contentsOf: remaining)
+                }
+            case .failed(let error):
+                answerLocally(
+                    status: error.status, reason: error.reason, body: "ats-proxy: \(error.reason)\n", keepAlive: false)
+                close()
+            }
+        }
+    }
+
+    // MARK: - Requests
+
+    private mutating func requestHead(_ head: HTTP1RequestHead, framing: HTTP1BodyFraming) {
+        if head.method == "CONNECT" {
+            // CONNECT is not a task in CFNetwork's numbering; the requests inside the tunnel are.
+            connect(head)
+            return
+        }
+        requestCount += 1
+        let clientKeepAlive = HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
+        let url: String
+        switch head.target {
+        case .absolute(let scheme, let authority, let pathAndQuery):
+            guard clientTLS == nil else {
+                url = tunnelURL(path: pathAndQuery.isEmpty ? "/" : pathAndQuery)
+                break
+            }
+            let path = pathAndQuery.isEmpty ? "/" : (pathAndQuery.hasPrefix("?") ? "/" + pathAndQuery : pathAndQuery)
+            url = "\(scheme.lowercased())://\(authority)\(path)"
+        case .origin(let path):
+            guard clientTLS != nil else {
+                answerProxyInfo(head, framing: framing)
+                return
+            }
+            url = tunnelURL(path: path)
+        case .asterisk:
+            guard clientTLS != nil else {
+                answerLocally(
+                    status: 400, reason: "Bad Request", body: "ats-proxy: OPTIONS * is not proxied\n", keepAlive: false)
+                return
+            }
+            url = tunnelURL(path: "*")
+        case .authority:
+            answerLocally(
+                status: 400, reason: "Bad Request", body: "ats-proxy: authority-form target without CONNECT\n",
+                keepAlive: false)
+            return
+        }
+        let target: RequestTarget
+        do {
+            target = try RequestTarget(parsing: url)
+        } catch {
+            answerLocally(status: 400, reason: "Bad Request", body: "ats-proxy: \(error)\n", keepAlive: false)
+            return
+        }
+        if isSelf(host: target.host, port: target.port) {
+            answerLocally(
+                status: 508, reason: "Loop Detected", body: "ats-proxy: the request is addressed to the proxy itself\n",
+                keepAlive: false)
+            return
+        }
+        let source = requestSource(head)
+        let decision = services.policy.snapshot.evaluator.evaluate(target, source: source)
+        var exchange = Exchange(
+            number: requestCount, start: now, method: head.method, url: url, target: target, decision: decision,
+            source: source, requestHeaders: head.headers, kind: .forward, clientKeepAlive: clientKeepAlive,
+            requestWriter: HTTP1BodyWriter(framing: framing), rule: decision.ruleSummary)
+        exchange.isUpgradeRequest =
+            head.headers.contains("Upgrade") && head.headers.hasListElement("Connection", "upgrade")
+        exchange.requestHasBody = framing != .none
+
+        switch decision.outcome {
+        case .cleartextBlocked:
+            switch (services.settings.mode, services.settings.cleartext) {
+            case (.report, _):
+                exchange.result = .reported
+                exchange.errorCode = NSURLErrorCode.appTransportSecurityRequiresSecureConnection.rawValue
+                exchange.fix = decision.fix
+                exchange.consoleLines = cleartextConsole(decision, number: exchange.number)
+                startForward(exchange, head: head, host: target.host, port: target.port, requirements: nil)
+            case (.enforce, .upgrade):
+                upgradeCleartext(exchange, head: head)
+            case (.enforce, .block):
+                exchange.kind = .local
+                exchange.result = .blockedCleartext
+                exchange.errorCode = NSURLErrorCode.appTransportSecurityRequiresSecureConnection.rawValue
+                exchange.fix = decision.fix
+                exchange.consoleLines = cleartextConsole(decision, number: exchange.number)
+                let response = ATSErrorResponse.cleartextBlocked(decision, consoleLines: exchange.consoleLines)
+                self.exchange = exchange
+                respondLocally(response)
+            }
+        case .cleartextAllowed:
+            startForward(exchange, head: head, host: target.host, port: target.port, requirements: nil)
+        case .https:
+            startForward(
+                exchange, head: head, host: target.host, port: target.port, requirements: decision.requirements)
+        }
+    }
+
+    private func tunnelURL(path: String) -> String {
+        guard let tunnel else { return "https://invalid/" }
+        let host = tunnel.host.contains(":") ? "[\(tunnel.host)]" : tunnel.host
+        let port = tunnel.port == 443 ? "" : ":\(tunnel.port)"
+        return "https://\(host)\(port)\(path.hasPrefix("/") || path == "*" ? path : "/" + path)"
+    }
+
+    private func requestSource(_ head: HTTP1RequestHead) -> RequestSource {
+        switch services.settings.source {
+        case .auto: RequestSourceDetector.detect(userAgent: head.headers.first("User-Agent"))
+        case .fixed(let source): source
+        }
+    }
+
+    private func isSelf(host: String, port: Int) -> Bool {
+        let name = host.contains(":") ? "[\(host)]" : host
+        return services.settings.selfAuthorities.contains("\(name):\(port)")
+    }
+
+    /// `--cleartext upgrade`: fetch the https:// twin under that host's ATS requirements.
+    private mutating func upgradeCleartext(_ original: Exchange, head: HTTP1RequestHead) {
+        let port = services.settings.upgradePort
+        let host = original.target.host.contains(":") ? "[\(original.target.host)]" : original.target.host
+        var path = "/"
+        if case .absolute(_, _, let pathAndQuery) = head.target, !pathAndQuery.isEmpty { path = pathAndQuery }
+        let url = "https://\(host)\(port == 443 ? "" : ":\(port)")\(path.hasPrefix("/") ? path : "/" + path)"
+        guard let target = try? RequestTarget(parsing: url) else {
+            answerLocally(
+                status: 400, reason: "Bad Request", body: "ats-proxy: cannot upgrade \(original.url)\n",
+                keepAlive: false)
+            return
+        }
+        let decision = services.policy.snapshot.evaluator.evaluate(target, source: original.source)
+        var exchange = Exchange(
+            number: original.number, start: original.start, method: original.method, url: url, target: target,
+            decision: decision, source: original.source, requestHeaders: original.requestHeaders, kind: .forward,
+            clientKeepAlive: original.clientKeepAlive, requestWriter: original.requestWriter,
+            rule: "cleartext \(original.url) upgraded to https:// (--cleartext upgrade); \(decision.ruleSummary)")
+        exchange.isUpgradeRequest = original.isUpgradeRequest
+        var upstreamHead = head
+        upstreamHead.target = .origin(path.hasPrefix("/") ? path : "/" + path)
+        upstreamHead.headers.replaceOrAppend(name: "Host", value: port == 443 ? host : "\(host):\(port)")
+        startForward(exchange, head: upstreamHead, host: target.host, port: port, requirements: decision.requirements)
+    }
+
+    private mutating func startForward(
+        _ exchange: Exchange, head: HTTP1RequestHead, host: String, port: Int, requirements: TLSRequirements?
+    ) {
+        var exchange = exchange
+        exchange.requirements = requirements
+        if let requirements, !requirements.isSatisfiable, services.settings.mode == .enforce {
+            self.exchange = exchange
+            let verdict = UpstreamVerdict.unsatisfiable(requirements: requirements, url: exchange.url, host: host)
+            failExchange(verdict: verdict)
+            return
+        }
+        let permissive = services.settings.mode == .report && requirements != nil
+        let key = UpstreamKey(host: host, port: port, requirements: requirements, permissive: permissive)
+        var upstreamHead = head.forOrigin()
+        upstreamHead.headers = HTTP1ProxyHeaders.removingHopByHop(
+            upstreamHead.headers, options: HTTP1ProxyHeaders.Options(upgrading: exchange.isUpgradeRequest))
+        if !exchange.clientKeepAlive && !exchange.isUpgradeRequest {
+            upstreamHead.headers.append(name: "Connection", value: "close")
+        }
+        var bytes: [UInt8] = []
+        HTTP1Serializer.writeRequestHead(upstreamHead, into: &bytes)
+        exchange.responseParser.requestSent(method: head.method)
+        self.exchange = exchange
+        switch upstream {
+        case .ready(let current, _) where current == key:
+            break
+        case .none:
+            openUpstream(key)
+        case .connecting, .handshaking, .ready:
+            commands.append(.closeUpstream)
+            upstream = .none
+            openUpstream(key)
+        }
+        sendToUpstream(bytes)
+    }
+
+    private mutating func openUpstream(_ key: UpstreamKey) {
+        upstream = .connecting(key)
+        pendingUpstream = []
+        commands.append(.connectUpstream(host: key.host, port: key.port))
+    }
+
+    private mutating func requestBody(_ slice: ArraySlice<UInt8>) {
+        guard var exchange else { return }
+        exchange.bytesFromClient += slice.count
+        switch exchange.kind {
+        case .local, .probe:
+            self.exchange = exchange
+        case .forward:
+            var framed: [UInt8] = []
+            do {
+                try exchange.requestWriter.write(slice, into: &framed)
+            } catch {
+                self.exchange = exchange
+                answerLocally(
+                    status: 400, reason: "Bad Request", body: "ats-proxy: request body longer than declared\n",
+                    keepAlive: false)
+                close()
+                return
+            }
+            self.exchange = exchange
+            sendToUpstream(framed)
+        }
+    }
+
+    private mutating func requestEnd(trailers: HTTP1Headers?) {
+        guard var exchange else {
+            // A CONNECT's messageEnd, or the end of a message answered locally without exchange.
+            resumeParserIfIdle()
+            return
+        }
+        if trailers != nil || !exchange.requestDone {
+            if exchange.kind == .forward && !exchange.requestDone {
+                var framed: [UInt8] = []
+                try? exchange.requestWriter.finish(trailers: trailers ?? [:], into: &framed)
+                if !framed.isEmpty {
+                    self.exchange = exchange
+                    sendToUpstream(framed)
+                    guard let updated = self.exchange else { return }
+                    exchange = updated
+                }
+            }
+        }
+        if trailers != nil { return }
+        exchange.requestDone = true
+        self.exchange = exchange
+        finishIfComplete()
+    }
+
+    // MARK: - CONNECT
+
+    private mutating func connect(_ head: HTTP1RequestHead) {
+        guard case .authority(let authority) = head.target, clientTLS == nil else {
+            answerLocally(
+                status: 400, reason: "Bad Request", body: "ats-proxy: CONNECT needs host:port\n", keepAlive: false)
+            close()
+            return
+        }
+        let host = authority.host.lowercased()
+        let port = authority.port ?? 443
+        if isSelf(host: host, port: port) {
+            answerLocally(
+                status: 508, reason: "Loop Detected", body: "ats-proxy: CONNECT to the proxy itself\n", keepAlive: false
+            )
+            close()
+            return
+        }
+        let hostText = host.contains(":") ? "[\(host)]" : host
+        let url = "https://\(hostText)\(port == 443 ? "" : ":\(port)")/"
+        guard let target = try? RequestTarget(parsing: url) else {
+            answerLocally(status: 400, reason: "Bad Request", body: "ats-proxy: bad CONNECT target\n", keepAlive: false)
+            close()
+            return
+        }
+        let source = requestSource(head)
+        let decision = services.policy.snapshot.evaluator.evaluate(target, source: source)
+        let passthrough =
+            services.settings.isPassthroughHost(host)
+            || (services.settings.passthroughPinnedDomains && decision.requirements.pins != nil)
+        if passthrough {
+            var exchange = Exchange(
+                number: requestCount + 1, start: now, method: "CONNECT", url: url, target: target, decision: decision,
+                source: source, requestHeaders: head.headers, kind: .probe, clientKeepAlive: false,
+                requestWriter: HTTP1BodyWriter(framing: .none),
+                rule: "passthrough tunnel (\(decision.requirements.pins != nil ? "pinned domain" : "--passthrough"))")
+            exchange.requestDone = true
+            exchange.requirements = decision.requirements
+            self.exchange = exchange
+            phase = .passthroughProbe(host: host, port: port)
+            openUpstream(
+                UpstreamKey(
+                    host: host, port: port, requirements: decision.requirements,
+                    permissive: services.settings.mode == .report))
+            return
+        }
+        do {
+            clientTLS = try services.serverTLS.makeConnection(connectHost: host)
+        } catch {
+            answerLocally(status: 500, reason: "Internal Server Error", body: "ats-proxy: \(error)\n", keepAlive: false)
+            close()
+            return
+        }
+        tunnel = (host, port)
+        phase = .clientHandshake
+        commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
+        parser = HTTP1Parser(role: .request)
+    }
+
+    // MARK: - Upstream
+
+    private mutating func upstreamConnected() {
+        switch upstream {
+        case .connecting(let key):
+            if case .passthroughConnecting = phase {
+                upstream = .ready(key, nil)
+                finishPassthroughSetup()
+                return
+            }
+            guard let requirements = key.requirements else {
+                upstream = .ready(key, nil)
+                flushPendingUpstream()
+                return
+            }
+            do {
+                let offered = key.permissive ? Self.permissive(requirements) : requirements
+                let tls = try services.upstreamTLS.makeConnection(requirements: offered, host: key.host)
+                upstream = .handshaking(key, tls)
+                continueUpstreamHandshake(key, tls)
+            } catch {
+                let verdict = UpstreamVerdict.failed(
+                    .transport(.other("cannot create the upstream TLS engine: \(error)")),
+                    requirements: requirements, url: exchange?.url ?? "", host: key.host)
+                failExchange(verdict: verdict)
+            }
+        case .none, .handshaking, .ready:
+            break
+        }
+    }
+
+    private mutating func upstreamConnectFailed(_ code: NSURLErrorCode, detail: String) {
+        guard case .connecting(let key) = upstream else { return }
+        upstream = .none
+        let transport: TransportFailure
+        switch code {
+        case .cannotFindHost: transport = .nameNotResolved(key.host)
+        case .cannotConnectToHost: transport = .refused
+        case .timedOut: transport = .timedOut
+        case .networkConnectionLost: transport = .reset
+        case .appTransportSecurityRequiresSecureConnection, .secureConnectionFailed, .serverCertificateHasBadDate,
+            .serverCertificateUntrusted, .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid,
+            .clientCertificateRejected, .clientCertificateRequired:
+            transport = .other(detail)
+        }
+        let requirements = key.requirements ?? exchange?.decision.requirements ?? Self.cleartextRequirements
+        let verdict = UpstreamVerdict.failed(
+            .transport(transport), requirements: requirements, url: exchange?.url ?? "", host: key.host)
+        failExchange(verdict: verdict)
+    }
+
+    private mutating func upstreamBytes(_ bytes: [UInt8]) {
+        switch upstream {
+        case .handshaking(let key, let tls):
+            tls.receive(bytes)
+            continueUpstreamHandshake(key, tls)
+        case .ready(_, let tls):
+            if let tls {
+                tls.receive(bytes)
+                drainUpstreamTLS(tls)
+            } else {
+                upstreamPlain(bytes)
+            }
+        case .none, .connecting:
+            break
+        }
+    }
+
+    private mutating func continueUpstreamHandshake(_ key: UpstreamKey, _ tls: TLSConnection) {
+        let progress = tls.handshake()
+        flushUpstreamTLS(tls)
+        switch progress {
+        case .needsInput:
+            return
+        case .failed(let failure):
+            upstream = .none
+            commands.append(.closeUpstream)
+            let requirements = key.requirements ?? Self.cleartextRequirements
+            failExchange(
+                verdict: UpstreamVerdict.failed(
+                    .handshake(failure), requirements: requirements, url: exchange?.url ?? "", host: key.host))
+        case .complete:
+            guard let requirements = key.requirements else { return }
+            let summary = services.upstreamTLS.summarize(tls, host: key.host, time: now)
+            let verdict = UpstreamVerdict.judging(
+                summary, requirements: requirements, url: exchange?.url ?? "", host: key.host)
+            exchange?.tls = Self.tlsFacts(summary)
+            if verdict.isBlocked {
+                if services.settings.mode == .report {
+                    exchange?.result = .reported
+                    exchange?.errorCode = verdict.error?.rawValue
+                    exchange?.streamError = Self.pair(verdict)
+                    exchange?.rule = verdict.rule
+                    exchange?.fix = verdict.fix
+                    let lines = verdict.consoleLines(
+                        platform: services.policy.snapshot.evaluator.options.platform, context: consoleContext())
+                    exchange?.consoleLines = lines
+                } else {
+                    upstream = .none
+                    commands.append(.closeUpstream)
+                    failExchange(verdict: verdict)
+                    return
+                }
+            }
+            if case .passthroughProbe(let host, let port) = phase {
+                // The probe passed: drop it and open the raw tunnel.
+                upstream = .none
+                commands.append(.closeUpstream)
+                phase = .passthroughConnecting(host: host, port: port)
+                openUpstream(UpstreamKey(host: host, port: port, requirements: nil, permissive: false))
+                return
+            }
+            upstream = .ready(key, tls)
+            flushPendingUpstream()
+            drainUpstreamTLS(tls)
+        }
+    }
+
+    private mutating func drainUpstreamTLS(_ tls: TLSConnection) {
+        while true {
+            switch tls.read() {
+            case .data(let plain):
+                upstreamPlain(plain)
+                if case .closed = phase { return }
+            case .needsInput:
+                flushUpstreamTLS(tls)
+                return
+            case .closed:
+                upstreamEOF(reset: false)
+                return
+            case .failed:
+                upstreamEOF(reset: true)
+                return
+            }
+        }
+    }
+
+    private mutating func upstreamPlain(_ bytes: [UInt8]) {
+        if case .relay = phase {
+            sendToClient(bytes)
+            return
+        }
+        guard var exchange else { return }
+        exchange.bytesToClient += 0
+        let events = exchange.responseParser.feed(bytes)
+        self.exchange = exchange
+        processResponse(events)
+    }
+
+    private mutating func processResponse(_ events: [HTTP1Event]) {
+        var pending = events[...]
+        while let event = pending.popFirst() {
+            guard var exchange else { return }
+            switch event {
+            case .response(let head, let framing):
+                if head.isInterim {
+                    var bytes: [UInt8] = []
+                    HTTP1Serializer.writeResponseHead(head, into: &bytes)
+                    self.exchange = exchange
+                    sendToClient(bytes)
+                    continue
+                }
+                exchange.responseStarted = true
+                exchange.responseStatus = head.status
+                exchange.responseHeaders = head.headers
+                var clientHead = head
+                var clientFraming = framing
+                if head.status == 101 {
+                    clientHead.headers = HTTP1ProxyHeaders.removingHopByHop(
+                        head.headers, options: HTTP1ProxyHeaders.Options(upgrading: true))
+                    clientFraming = .tunnel
+                } else {
+                    let reframe = framing == .untilClose && exchange.clientKeepAlive
+                    clientHead.headers = HTTP1ProxyHeaders.removingHopByHop(
+                        head.headers, options: HTTP1ProxyHeaders.Options(reframing: reframe))
+                    if reframe {
+                        clientHead.headers.append(name: "Transfer-Encoding", value: "chunked")
+                        clientFraming = .chunked
+                    }
+                    exchange.upstreamKeepAlive =
+                        framing != .untilClose
+                        && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
+                    if !exchange.requestDone { exchange.clientKeepAlive = false }
+                    if !exchange.clientKeepAlive { clientHead.headers.append(name: "Connection", value: "close") }
+                }
+                clientHead.version = .http11
+                exchange.responseWriter = HTTP1BodyWriter(framing: clientFraming)
+                var bytes: [UInt8] = []
+                HTTP1Serializer.writeResponseHead(clientHead, into: &bytes)
+                self.exchange = exchange
+                sendToClient(bytes)
+            case .body(let slice):
+                var framed: [UInt8] = []
+                try? exchange.responseWriter?.write(slice, into: &framed)
+                exchange.bytesToClient += slice.count
+                self.exchange = exchange
+                sendToClient(framed)
+            case .trailers(let trailers):
+                var framed: [UInt8] = []
+                try? exchange.responseWriter?.finish(trailers: trailers, into: &framed)
+                exchange.responseWriter = nil
+                self.exchange = exchange
+                sendToClient(framed)
+            case .messageEnd:
+                if !exchange.responseStarted {
+                    // End of an interim (1xx) response: the final one follows.
+                    let more = exchange.responseParser.resume()
+                    self.exchange = exchange
+                    pending = (more + pending)[...]
+                    continue
+                }
+                if var writer = exchange.responseWriter {
+                    var framed: [UInt8] = []
+                    try? writer.finish(into: &framed)
+                    exchange.responseWriter = nil
+                    self.exchange = exchange
+                    sendToClient(framed)
+                    guard let updated = self.exchange else { return }
+                    exchange = updated
+                }
+                exchange.responseDone = true
+                self.exchange = exchange
+                finishIfComplete()
+            case .upgraded(let remaining):
+                // 101 Switching Protocols: relay raw bytes both ways from here on.
+                exchange.responseDone = true
+                exchange.requestDone = true
+                self.exchange = exchange
+                logExchange()
+                self.exchange = nil
+                phase = .relay
+                if parser.isPaused {
+                    let held = parser.upgrade()
+                    if !held.isEmpty { sendToUpstream(Array(held)) }
+                }
+                if !remaining.isEmpty { sendToClient(Array(remaining)) }
+            case .request:
+                closeUpstreamAndClient()
+            case .failed(let error):
+                if exchange.responseStarted {
+                    closeUpstreamAndClient()
+                } else {
+                    upstream = .none
+                    commands.append(.closeUpstream)
+                    let requirements = exchange.requirements ?? Self.cleartextRequirements
+                    failExchange(
+                        verdict: UpstreamVerdict.failed(
+                            .transport(.other("invalid HTTP response from the origin: \(error.reason)")),
+                            requirements: requirements, url: exchange.url, host: exchange.target.host))
+                }
+            }
+        }
+    }
+
+    private mutating func upstreamEOF(reset: Bool) {
+        if case .relay = phase {
+            upstream = .none
+            close()
+            return
+        }
+        if case .handshaking(let key, let tls) = upstream {
+            // Closed mid-handshake: let the engine say so (closed without alert, -9816).
+            tls.receiveEOF()
+            continueUpstreamHandshake(key, tls)
+            if case .handshaking = upstream {
+                upstream = .none
+                commands.append(.closeUpstream)
+            }
+            return
+        }
+        if case .none = upstream {
+        } else {
+            commands.append(.closeUpstream)
+        }
+        upstream = .none
+        guard var exchange, exchange.kind == .forward else { return }
+        if exchange.responseStarted {
+            let events = exchange.responseParser.inputClosed()
+            exchange.upstreamKeepAlive = false
+            self.exchange = exchange
+            if events.contains(where: { if case .failed = $0 { true } else { false } }) || events.isEmpty {
+                if !(self.exchange?.responseDone ?? true) { closeUpstreamAndClient() }
+                return
+            }
+            processResponse(events)
+        } else {
+            let requirements = exchange.requirements ?? Self.cleartextRequirements
+            failExchange(
+                verdict: UpstreamVerdict.failed(
+                    .transport(.reset), requirements: requirements, url: exchange.url, host: exchange.target.host))
+        }
+    }
+
+    // MARK: - Passthrough
+
+    private mutating func finishPassthroughSetup() {
+        commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
+        if var exchange {
+            exchange.responseStatus = 200
+            exchange.responseDone = true
+            self.exchange = exchange
+            logExchange()
+        }
+        exchange = nil
+        phase = .relay
+        flushPendingUpstream()
+        if parser.isPaused {
+            let held = parser.upgrade()
+            if !held.isEmpty { sendToUpstream(Array(held)) }
+        }
+    }
+
+    // MARK: - Failures and local answers
+
+    /// Answers the current exchange with the verdict's 502/504 and the X-ATS-* headers.
+    private mutating func failExchange(verdict: UpstreamVerdict) {
+        guard var exchange else { return close() }
+        let platform = services.policy.snapshot.evaluator.options.platform
+        let context = consoleContext()
+        exchange.result = .failed
+        exchange.errorCode = verdict.error?.rawValue
+        exchange.streamError = Self.pair(verdict)
+        exchange.rule = verdict.rule
+        exchange.fix = verdict.fix
+        exchange.consoleLines = verdict.consoleLines(platform: platform, context: context)
+        let response = ATSErrorResponse.upstreamFailure(
+            url: exchange.url, error: verdict.error ?? .secureConnectionFailed, streamDomain: verdict.streamDomain,
+            streamCode: verdict.streamCode, rule: verdict.rule, explanation: verdict.reasons.joined(separator: "; "),
+            fix: verdict.fix, consoleLines: exchange.consoleLines)
+        let wasProbe = exchange.kind == .probe
+        exchange.kind = .local
+        self.exchange = exchange
+        pendingUpstream = []
+        if wasProbe {
+            commands.append(.writeToClient(response.serialized(keepAlive: false)))
+            self.exchange?.responseStatus = response.status
+            self.exchange?.responseDone = true
+            logExchange()
+            close()
+            return
+        }
+        respondLocally(response)
+    }
+
+    /// Sends a locally generated response for the current exchange and finishes it.
+    private mutating func respondLocally(_ response: ATSErrorResponse) {
+        guard var exchange else { return }
+        if exchange.responseStarted {
+            closeUpstreamAndClient()
+            return
+        }
+        if !exchange.requestDone && exchange.requestHasBody { exchange.clientKeepAlive = false }
+        exchange.responseStarted = true
+        exchange.responseStatus = response.status
+        exchange.responseHeaders = HTTP1Headers(response.headers.map { HTTP1Field(name: $0.name, value: $0.value) })
+        let bytes = response.serialized(keepAlive: exchange.clientKeepAlive)
+        exchange.bytesToClient += response.body.utf8.count
+        exchange.responseDone = true
+        exchange.upstreamKeepAlive = false
+        self.exchange = exchange
+        sendToClient(bytes)
+        finishIfComplete()
+    }
+
+    /// A response that is not part of an exchange (bad requests, loops); closes afterwards when
+    /// `keepAlive` is false.
+    private mutating func answerLocally(status: Int, reason: String, body: String, keepAlive: Bool) {
+        let bodyBytes = Array(body.utf8)
+        var head =
+            "HTTP/1.1 \(status) \(reason)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(bodyBytes.count)\r\n"
+        if !keepAlive { head += "Connection: close\r\n" }
+        head += "\r\n"
+        sendToClient(Array(head.utf8) + bodyBytes)
+        if !keepAlive { close() }
+    }
+
+    /// A request addressed to the proxy itself (origin-form): a short page saying what this is.
+    private mutating func answerProxyInfo(_ head: HTTP1RequestHead, framing: HTTP1BodyFraming) {
+        let snapshot = services.policy.snapshot
+        let body = """
+            ats-proxy is running: an HTTP proxy that enforces App Transport Security.
+            Policy: \(snapshot.sourceSummary)
+            Platform: \(snapshot.evaluator.options.platform)
+            Configure this address as the HTTP and HTTPS proxy of your client.
+
+            """
+        let keepAlive = framing == .none && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
+        if head.target == .origin("/") {
+            answerLocally(status: 200, reason: "OK", body: body, keepAlive: keepAlive)
+        } else {
+            answerLocally(status: 404, reason: "Not Found", body: "ats-proxy: not found\n", keepAlive: keepAlive)
+        }
+        if keepAlive { resumeParserIfIdle() }
+    }
+
+    // MARK: - Finishing
+
+    private mutating func finishIfComplete() {
+        guard let exchange, exchange.requestDone, exchange.responseDone else { return }
+        logExchange()
+        self.exchange = nil
+        if !exchange.upstreamKeepAlive {
+            if case .none = upstream {
+            } else {
+                commands.append(.closeUpstream)
+            }
+            upstream = .none
+        }
+        if !exchange.clientKeepAlive {
+            close()
+            return
+        }
+        resumeParserIfIdle()
+    }
+
+    private mutating func resumeParserIfIdle() {
+        guard exchange == nil, parser.isPaused else { return }
+        let events = parser.resume()
+        process(events)
+    }
+
+    private mutating func logExchange() {
+        guard let exchange else { return }
+        let redirectNote = ""
+        let record = RequestRecord(
+            time: exchange.start, clientAddress: clientAddress, taskID: "\(taskUUID.uuidString)>.<\(exchange.number)",
+            method: exchange.method, url: exchange.url, httpProtocol: "http/1.1", source: exchange.source,
+            result: exchange.result, atsRequired: exchange.decision.atsRequired,
+            ruleChain: exchange.decision.ruleChain.map(\.text), rule: exchange.rule + redirectNote, fix: exchange.fix,
+            errorCode: exchange.errorCode, streamError: exchange.streamError, status: exchange.responseStatus,
+            tls: exchange.tls,
+            requestHeaders: exchange.requestHeaders.map { RequestRecord.HeaderField(name: $0.name, value: $0.value) },
+            responseHeaders: exchange.responseHeaders.map { RequestRecord.HeaderField(name: $0.name, value: $0.value) },
+            bytesFromClient: exchange.bytesFromClient, bytesToClient: exchange.bytesToClient,
+            durationMilliseconds: now.timeIntervalSince(exchange.start) * 1000, consoleLines: exchange.consoleLines)
+        commands.append(.log(record))
+    }
+
+    private mutating func logClientHandshakeFailure(_ failure: TLSFailure) {
+        guard let tunnel else { return }
+        let record = RequestRecord(
+            time: now, clientAddress: clientAddress, taskID: "\(taskUUID.uuidString)>.<\(requestCount)",
+            method: "CONNECT",
+            url: "https://\(tunnel.host):\(tunnel.port)/", httpProtocol: "http/1.1", source: .urlsession,
+            result: .failed,
+            atsRequired: false, ruleChain: [],
+            rule:
+                "the client rejected the TLS handshake with the proxy (\(failure)); install and fully trust the ats-proxy CA on the client",
+            fix: "trust the proxy's CA (ats-proxy ca export) on the device or simulator")
+        commands.append(.log(record))
+    }
+
+    private mutating func close() {
+        if case .closed = phase { return }
+        if case .none = upstream {
+        } else {
+            commands.append(.closeUpstream)
+        }
+        upstream = .none
+        if let tls = clientTLS {
+            tls.shutdown()
+            flushClientTLS(tls)
+        }
+        commands.append(.cancelTimer)
+        commands.append(.closeClient)
+        phase = .closed
+    }
+
+    private mutating func closeUpstreamAndClient() {
+        close()
+    }
+
+    private mutating func clientEOF() {
+        switch phase {
+        case .relay, .passthroughProbe, .passthroughConnecting, .clientHandshake:
+            close()
+        case .http:
+            if let exchange, exchange.requestDone, !exchange.responseDone {
+                self.exchange?.clientKeepAlive = false
+                return
+            }
+            close()
+        case .closed:
+            break
+        }
+    }
+
+    private mutating func timerFired() {
+        guard exchange == nil else { return }
+        if case .http = phase, !parser.isIdle {
+            answerLocally(
+                status: 408, reason: "Request Timeout", body: "ats-proxy: request head not received in time\n",
+                keepAlive: false)
+            return
+        }
+        close()
+    }
+
+    private mutating func updateTimer() {
+        switch phase {
+        case .http, .clientHandshake:
+            if exchange != nil {
+                commands.append(.cancelTimer)
+            } else if parser.isIdle {
+                commands.append(.armTimer(seconds: services.settings.idleTimeout))
+            } else {
+                commands.append(.armTimer(seconds: services.settings.headerTimeout))
+            }
+        case .relay, .passthroughProbe, .passthroughConnecting:
+            commands.append(.cancelTimer)
+        case .closed:
+            break
+        }
+    }
+
+    // MARK: - Writing
+
+    private mutating func sendToClient(_ plain: [UInt8]) {
+        guard !plain.isEmpty else { return }
+        if let tls = clientTLS {
+            var offset = 0
+            while offset < plain.count {
+                let written = tls.write(Array(plain[offset...]))
+                if written <= 0 { break }
+                offset += written
+            }
+            flushClientTLS(tls)
+        } else {
+            commands.append(.writeToClient(plain))
+        }
+    }
+
+    private mutating func sendToUpstream(_ plain: [UInt8]) {
+        guard !plain.isEmpty else { return }
+        switch upstream {
+        case .ready(_, let tls):
+            if let tls {
+                var offset = 0
+                while offset < plain.count {
+                    let written = tls.write(Array(plain[offset...]))
+                    if written <= 0 { break }
+                    offset += written
+                }
+                flushUpstreamTLS(tls)
+            } else {
+                commands.append(.writeToUpstream(plain))
+            }
+        case .none, .connecting, .handshaking:
+            pendingUpstream.append(contentsOf: plain)
+        }
+    }
+
+    private mutating func flushPendingUpstream() {
+        guard !pendingUpstream.isEmpty else { return }
+        let bytes = pendingUpstream
+        pendingUpstream = []
+        sendToUpstream(bytes)
+    }
+
+    private mutating func flushClientTLS(_ tls: TLSConnection) {
+        if tls.hasOutbound { commands.append(.writeToClient(tls.takeOutbound())) }
+    }
+
+    private mutating func flushUpstreamTLS(_ tls: TLSConnection) {
+        if tls.hasOutbound { commands.append(.writeToUpstream(tls.takeOutbound())) }
+    }
+
+    // MARK: - Helpers
+
+    private func consoleContext() -> ConsoleContext {
+        ConsoleContext(
+            processName: services.policy.snapshot.processName ?? services.settings.processName,
+            pid: services.processID, threadID: services.processID + connectionNumber, date: now, taskUUID: taskUUID,
+            taskNumber: max(1, exchange?.number ?? requestCount), connectionNumber: connectionNumber)
+    }
+
+    private func cleartextConsole(_ decision: ATSDecision, number: Int) -> [String] {
+        var context = consoleContext()
+        context.taskNumber = number
+        return CFNetworkConsole.cleartextBlocked(
+            url: decision.target.url, host: decision.target.host, platform: decision.platform, context: context)
+    }
+
+    /// Requirements used to describe failures of cleartext connections (no TLS involved).
+    static let cleartextRequirements: TLSRequirements = {
+        ATSEvaluator(configuration: .empty).evaluate(RequestTarget(scheme: .https, host: "localhost")).requirements
+    }()
+
+    /// What `--mode report` offers upstream: every version and suite, so the handshake completes
+    /// and the summary can be judged against the real requirements.
+    static func permissive(_ requirements: TLSRequirements) -> TLSRequirements {
+        var offered = requirements
+        offered.minimumVersion = .tls10
+        offered.maximumVersion = max(requirements.maximumVersion, .tls12)
+        offered.cipherSuites = CipherSuite.catalogue
+        offered.minimumRSAKeyBits = 0
+        offered.minimumECKeyBits = 0
+        offered.minimumSignatureHash = .md5
+        return offered
+    }
+
+    /// `3:-9836` (without brackets) for a verdict that has a stream error.
+    static func pair(_ verdict: UpstreamVerdict) -> String? {
+        guard let domain = verdict.streamDomain, let code = verdict.streamCode else { return nil }
+        return "\(domain):\(code)"
+    }
+
+    static func tlsFacts(_ summary: HandshakeSummary) -> [String: String] {
+        var facts: [String: String] = [
+            "version": summary.version.rawValue, "cipher": summary.cipher.ianaName,
+            "keyExchange": summary.cipher.keyExchange.rawValue,
+        ]
+        if let leaf = summary.leaf {
+            facts["leaf"] = leaf.subject
+            facts["leafKey"] = "\(leaf.key)"
+            facts["leafSignature"] = leaf.signatureAlgorithm
+        }
+        facts["chainLength"] = "\(summary.presentedChain.count)"
+        if let alpn = summary.alpn { facts["alpn"] = alpn }
+        return facts
+    }
+}

@@ -1,0 +1,89 @@
+import ATSPolicy
+import Foundation
+import Synchronization
+
+/// How the proxy treats violations.
+public enum EnforcementMode: String, Sendable, CaseIterable {
+    /// Block what ATS blocks (default).
+    case enforce
+    /// Log every violation but let the traffic through, connecting upstream without ATS constraints.
+    case report
+}
+
+/// What happens to a cleartext load that ATS blocks.
+public enum CleartextHandling: String, Sendable, CaseIterable {
+    /// Answer 403 with the -1022 explanation (default).
+    case block
+    /// Fetch the same URL over https:// under the host's ATS requirements instead.
+    case upgrade
+}
+
+/// Where the request source comes from.
+public enum SourceSetting: Sendable, Equatable {
+    /// Read the User-Agent (`RequestSourceDetector`).
+    case auto
+    /// Always this source.
+    case fixed(RequestSource)
+}
+
+/// Settings of a running proxy that are not the ATS policy itself. Immutable; shared by all
+/// sessions.
+public struct ProxySettings: Sendable {
+    public var mode: EnforcementMode = .enforce
+    public var cleartext: CleartextHandling = .block
+    public var source: SourceSetting = .auto
+    /// Hosts tunnelled without interception (suffix match with a leading dot).
+    public var passthroughHosts: [String] = []
+    /// Tunnel hosts under NSPinnedDomains without interception (the app would reject minted leaves).
+    public var passthroughPinnedDomains: Bool = true
+    /// Process name used in console lines (from CFBundleExecutable when known).
+    public var processName: String = "App"
+    /// Seconds to receive a complete request head once it has started.
+    public var headerTimeout: Double = 30
+    /// Seconds an idle keep-alive client connection is kept.
+    public var idleTimeout: Double = 60
+    /// host:port pairs that address the proxy itself (requests to them are never proxied).
+    public var selfAuthorities: Set<String> = []
+    /// Port used for `--cleartext upgrade` (443 unless mapped).
+    public var upgradePort: Int = 443
+
+    public init() {}
+
+    /// Whether `host` is listed for passthrough.
+    public func isPassthroughHost(_ host: String) -> Bool {
+        let host = host.lowercased()
+        return passthroughHosts.contains { pattern in
+            let pattern = pattern.lowercased()
+            if pattern.hasPrefix(".") { return host.hasSuffix(pattern) || host == String(pattern.dropFirst()) }
+            return host == pattern
+        }
+    }
+}
+
+/// The ATS policy in force, replaceable at run time (SIGHUP) without dropping connections: each
+/// request takes the evaluator current when it starts.
+public final class PolicyStore: Sendable {
+    /// One loaded policy.
+    public struct Snapshot: Sendable {
+        public let evaluator: ATSEvaluator
+        /// Where it came from, for logs.
+        public let sourceSummary: String
+        public let processName: String?
+
+        public init(evaluator: ATSEvaluator, sourceSummary: String, processName: String?) {
+            self.evaluator = evaluator
+            self.sourceSummary = sourceSummary
+            self.processName = processName
+        }
+    }
+
+    private let current: Mutex<Snapshot>
+
+    public init(_ snapshot: Snapshot) { current = Mutex(snapshot) }
+
+    /// The policy in force now.
+    public var snapshot: Snapshot { current.withLock { $0 } }
+
+    /// Replaces the policy; requests already running keep the one they started with.
+    public func replace(with snapshot: Snapshot) { current.withLock { $0 = snapshot } }
+}

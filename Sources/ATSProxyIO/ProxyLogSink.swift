@@ -1,0 +1,81 @@
+import ATSProxyCore
+import Foundation
+
+/// Where finished requests are written: CFNetwork-style text or JSON lines, to stderr or a file.
+///
+/// Thread-safe: records from every loop are formatted and written on one private serial queue
+/// (the invariant behind `@unchecked Sendable`), so lines never interleave.
+public final class ProxyLogSink: @unchecked Sendable {
+    /// Output format.
+    public enum Format: String, Sendable, CaseIterable {
+        /// Xcode-console-like lines (`--diagnostics` decides how much).
+        case text
+        /// One JSON object per request.
+        case json
+    }
+
+    private let queue = DispatchQueue(label: "ats-proxy.log")
+    private var formatter: DiagnosticsFormatter
+    private let format: Format
+    private let handle: FileHandle
+    /// Called for every record (after writing); the session report and status line use it.
+    private let observer: (@Sendable (RequestRecord) -> Void)?
+
+    /// - Parameter path: a file to append to, or nil for standard error.
+    public init(
+        format: Format, level: DiagnosticsLevel, allowSecrets: Bool, path: String?,
+        observer: (@Sendable (RequestRecord) -> Void)? = nil
+    ) throws {
+        self.format = format
+        self.formatter = DiagnosticsFormatter(level: level, allowSecrets: allowSecrets)
+        self.observer = observer
+        if let path {
+            if !FileManager.default.fileExists(atPath: path) {
+                guard FileManager.default.createFile(atPath: path, contents: nil) else {
+                    throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
+                }
+            }
+            guard let file = FileHandle(forWritingAtPath: path) else {
+                throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
+            }
+            file.seekToEndOfFile()
+            handle = file
+        } else {
+            handle = FileHandle.standardError
+        }
+    }
+
+    /// Formats and writes one record asynchronously.
+    public func log(_ record: RequestRecord) {
+        queue.async { [self] in
+            let text: String
+            switch format {
+            case .json:
+                text = formatter.jsonLine(record) + "\n"
+            case .text:
+                let lines = formatter.text(record)
+                text = lines.isEmpty ? "" : lines.joined(separator: "\n") + "\n"
+            }
+            if !text.isEmpty { handle.write(Data(text.utf8)) }
+            observer?(record)
+        }
+    }
+
+    /// Writes a free-form line (startup banner, reload notes) in text mode; in JSON mode as an
+    /// object with a `message` key.
+    public func note(_ message: String) {
+        queue.async { [self] in
+            switch format {
+            case .text: handle.write(Data("ats-proxy: \(message)\n".utf8))
+            case .json:
+                let object = ["time": ISO8601DateFormatter().string(from: Date()), "message": message]
+                if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
+                    handle.write(data + Data("\n".utf8))
+                }
+            }
+        }
+    }
+
+    /// Waits until everything logged so far is written.
+    public func flush() { queue.sync {} }
+}

@@ -1,0 +1,87 @@
+import ATSPolicy
+import ATSProxyCore
+import Foundation
+import Logging
+import Synchronization
+
+/// The running proxy: listeners on every `--listen` address, one `ProxyConnectionDriver` per
+/// accepted client, spread over the event-loop group.
+///
+/// Thread-safe: counters are atomic behind a mutex; listeners and drivers live on their loops.
+public final class ProxyServer: Sendable {
+    /// Listener and timeout settings.
+    public struct Configuration: Sendable {
+        public var listen: [ListenAddress]
+        public var maxConnections: Int = 10_000
+        public var allowList: ClientAllowList?
+        public var connectTimeout: Duration = .seconds(15)
+
+        public init(listen: [ListenAddress]) { self.listen = listen }
+    }
+
+    public let services: ProxyServices
+    public let configuration: Configuration
+    let group: EventLoopGroup
+    let resolver: Resolver
+    let log: ProxyLogSink
+    private let state = Mutex<(listeners: [TCPListener], live: Int, total: Int)>(([], 0, 0))
+
+    public init(
+        services: ProxyServices, configuration: Configuration, group: EventLoopGroup, resolver: Resolver,
+        log: ProxyLogSink
+    ) {
+        self.services = services
+        self.configuration = configuration
+        self.group = group
+        self.resolver = resolver
+        self.log = log
+    }
+
+    /// Binds every address and starts accepting. Returns the bound addresses (real ports).
+    @discardableResult
+    public func start() throws(IOError) -> [SocketAddress] {
+        var listeners: [TCPListener] = []
+        for address in configuration.listen {
+            let listenerConfiguration = TCPListener.Configuration(
+                address: address, maxConnections: configuration.maxConnections, allowList: configuration.allowList)
+            let listener = try TCPListener(
+                configuration: listenerConfiguration, group: group,
+                onAccept: { [self] connection in accept(connection) },
+                onOverLimit: { connection in
+                    connection.write(
+                        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 35\r\nConnection: close\r\n\r\nats-proxy: too many connections.\r\n\r\n"
+                    )
+                    connection.closeAfterFlush()
+                },
+                onRefusedClient: { [log] address in
+                    log.note("refused client \(address): not in --allow-client")
+                })
+            listeners.append(listener)
+        }
+        for listener in listeners { listener.start() }
+        state.withLock { $0.listeners = listeners }
+        return listeners.map(\.boundAddress)
+    }
+
+    private func accept(_ connection: TCPConnection) {
+        let number = state.withLock { state -> Int in
+            state.live += 1
+            state.total += 1
+            return state.total
+        }
+        let driver = ProxyConnectionDriver(
+            client: connection, services: services, connectionNumber: number, resolver: resolver,
+            connectTimeout: configuration.connectTimeout, log: log,
+            onFinished: { [self] in state.withLock { $0.live -= 1 } })
+        driver.start()
+    }
+
+    /// Client connections currently open.
+    public var liveConnections: Int { state.withLock { $0.live } }
+
+    /// Stops accepting new clients; open connections continue.
+    public func stopAccepting() {
+        let listeners = state.withLock { $0.listeners }
+        for listener in listeners { listener.stop() }
+    }
+}

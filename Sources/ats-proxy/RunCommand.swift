@@ -1,0 +1,268 @@
+import ATSPolicy
+import ATSProxyCore
+import ATSProxyIO
+import ATSTLS
+import ArgumentParser
+import Foundation
+
+/// `ats-proxy [run] --config Info.plist`: the proxy itself. Listens (loopback by default),
+/// decides every request with the app's ATS policy, intercepts HTTPS with minted leaves, and logs
+/// CFNetwork-style diagnostics. SIGINT/SIGTERM drain and exit; SIGHUP reloads the Info.plist.
+struct RunCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the proxy (the default command).",
+        discussion: """
+            Point a client at it, e.g.:
+              curl -x http://127.0.0.1:8080 --cacert certs/ats-proxy-ca.pem https://example.com/
+            """)
+
+    @OptionGroup var policy: PolicyOptions
+
+    @Option(name: .long, help: "Address to listen on, HOST:PORT or [IPv6]:PORT (repeatable).")
+    var listen: [String] = ["127.0.0.1:8080"]
+
+    @Option(
+        name: .customLong("allow-client"),
+        help: "CIDR allowed to connect to a non-loopback listener (repeatable; default: private and link-local ranges)."
+    )
+    var allowClients: [String] = []
+
+    @Option(name: .long, help: "Connections beyond this get 503.")
+    var maxConnections = 10_000
+
+    @Option(name: .long, help: "enforce (block what ATS blocks) or report (log violations, let traffic through).")
+    var mode: EnforcementMode = .enforce
+
+    @Option(name: .long, help: "block (403 with -1022) or upgrade (fetch the https:// URL instead).")
+    var cleartext: CleartextHandling = .block
+
+    @Option(name: .long, help: "Request source: auto (from User-Agent), urlsession, webkit or media.")
+    var source: String = "auto"
+
+    @Option(name: .long, help: "Host tunnelled without interception (repeatable; leading dot = suffix).")
+    var passthrough: [String] = []
+
+    @Flag(name: .long, help: "Intercept NSPinnedDomains hosts too (default: tunnel them after a probe).")
+    var interceptPinned = false
+
+    @Option(name: .long, help: "CFNETWORK_DIAGNOSTICS level 0-3.")
+    var diagnostics = 1
+
+    @Option(name: .long, help: "Log format: text or json.")
+    var logFormat: ProxyLogSink.Format = .text
+
+    @Option(name: .long, help: "Append the log to this file instead of stderr.")
+    var logFile: String?
+
+    @Flag(name: .long, help: "Log Authorization, Cookie and Set-Cookie values (redacted by default).")
+    var logSecrets = false
+
+    @Option(name: .long, help: "Resolve HOST:PORT to ADDR (curl syntax, repeatable).")
+    var resolve: [String] = []
+
+    @Option(name: .long, help: "Extra /etc/hosts-format file for name resolution (repeatable).")
+    var hostsFile: [String] = []
+
+    @Option(name: .long, help: "Extra trust anchor PEM file for upstream servers (repeatable).")
+    var upstreamCa: [String] = []
+
+    @Option(name: .long, help: "Certificate Transparency log list (OpenSSL format) for system-rooted chains.")
+    var ctLogList: String?
+
+    @Option(name: .long, help: "Directory of the proxy's CA (default: $ATS_PROXY_CA_DIR or certs/).")
+    var caDir: String?
+
+    @Option(name: .long, help: "Import an existing CA certificate (PEM); needs --ca-key.")
+    var caCert: String?
+
+    @Option(name: .long, help: "Import an existing CA private key (PEM, mode 0600).")
+    var caKey: String?
+
+    @Option(name: .long, help: "Seconds to receive a request head.")
+    var headerTimeout: Double = 30
+
+    @Option(name: .long, help: "Seconds an idle keep-alive client connection is kept.")
+    var idleTimeout: Double = 60
+
+    @Option(name: .long, help: "Seconds to connect upstream.")
+    var connectTimeout: Double = 15
+
+    @Option(name: .long, help: "Event loops (default: one per core).")
+    var loops: Int?
+
+    @Option(name: .long, help: "Seconds in-flight requests get to finish on SIGINT/SIGTERM.")
+    var gracePeriod: Double = 10
+
+    func validate() throws {
+        guard (0...3).contains(diagnostics) else { throw ValidationError("--diagnostics must be 0, 1, 2 or 3") }
+        guard ["auto", "urlsession", "webkit", "media"].contains(source) else {
+            throw ValidationError("--source must be auto, urlsession, webkit or media")
+        }
+        for text in listen where ListenAddress(parsing: text) == nil {
+            throw ValidationError("--listen '\(text)' is not HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080)")
+        }
+        if (caCert == nil) != (caKey == nil) { throw ValidationError("--ca-cert and --ca-key go together") }
+        for value in [headerTimeout, idleTimeout, connectTimeout, gracePeriod] where value <= 0 {
+            throw ValidationError("timeouts must be positive")
+        }
+    }
+
+    func run() throws {
+        IOSystem.ignoreSIGPIPE()
+        let loaded: LoadedInfoPlist
+        let snapshot: PolicyStore.Snapshot
+        let services: ProxyServices
+        let server: ProxyServer
+        let log: ProxyLogSink
+        let authority: CertificateAuthority
+        let caPath: String
+        let bound: [SocketAddress]
+        do {
+            loaded = try policy.loadSource()
+            snapshot = try makeSnapshot(loaded)
+            log = try ProxyLogSink(
+                format: logFormat, level: DiagnosticsLevel(rawValue: diagnostics) ?? .summary, allowSecrets: logSecrets,
+                path: logFile)
+            (authority, caPath) = try loadAuthority()
+            let leaves = try LeafCertificateCache(authority: authority)
+            let serverTLS = try ServerTLSContext(leaves: leaves, alpn: ServerTLSContext.preferring(["http/1.1"]))
+            let trust = try TrustStore(systemRoots: true, extraAnchorFiles: upstreamCa)
+            let ctLogs = try ctLogList.map { try CTLogStore(file: $0) }
+            let upstreamTLS = UpstreamTLSClient(trust: trust, ctLogs: ctLogs, alpn: ["http/1.1"])
+            var settings = ProxySettings()
+            settings.mode = mode
+            settings.cleartext = cleartext
+            settings.source = source == "auto" ? .auto : .fixed(RequestSource(rawValue: source) ?? .urlsession)
+            settings.passthroughHosts = passthrough
+            settings.passthroughPinnedDomains = !interceptPinned
+            settings.processName = loaded.processName ?? "App"
+            settings.headerTimeout = headerTimeout
+            settings.idleTimeout = idleTimeout
+            let addresses = listen.compactMap(ListenAddress.init(parsing:))
+            settings.selfAuthorities = Self.selfAuthorities(addresses)
+            services = ProxyServices(
+                policy: PolicyStore(snapshot), settings: settings, serverTLS: serverTLS, upstreamTLS: upstreamTLS,
+                processID: Int(getpid()))
+            var resolverOverrides = ResolverOverrides()
+            for entry in resolve { try resolverOverrides.addResolve(entry) }
+            for file in hostsFile { try resolverOverrides.addHostsFile(path: file) }
+            var configuration = ProxyServer.Configuration(listen: addresses)
+            configuration.maxConnections = maxConnections
+            configuration.connectTimeout = .milliseconds(Int(connectTimeout * 1000))
+            if !allowClients.isEmpty {
+                guard let list = ClientAllowList(parsing: allowClients) else {
+                    throw CLIError.usage("--allow-client needs CIDR blocks such as 192.168.0.0/16")
+                }
+                configuration.allowList = list
+            }
+            let group = EventLoopGroup(loopCount: loops ?? IOSystem.coreCount)
+            server = ProxyServer(
+                services: services, configuration: configuration, group: group,
+                resolver: Resolver(overrides: resolverOverrides), log: log)
+            bound = try server.start()
+        } catch {
+            exitWithError(error)
+        }
+        printBanner(bound: bound, caPath: caPath, loaded: loaded, snapshot: snapshot)
+        installSignals(server: server, services: services, log: log)
+        dispatchMain()
+    }
+
+    private func makeSnapshot(_ loaded: LoadedInfoPlist) throws -> PolicyStore.Snapshot {
+        let configuration = ATSConfigurationParser(options: policy.parseOptions).parse(loaded.atsValue)
+        let evaluator = ATSEvaluator(configuration: configuration, options: try policy.evaluationOptions())
+        return PolicyStore.Snapshot(
+            evaluator: evaluator, sourceSummary: loaded.summary, processName: loaded.processName)
+    }
+
+    private func loadAuthority() throws -> (CertificateAuthority, String) {
+        if let caCert, let caKey {
+            return (try CertificateAuthority.load(certificatePath: caCert, keyPath: caKey), caCert)
+        }
+        let directory = CertificateAuthority.resolveDirectory(explicit: caDir)
+        let (authority, _) = try CertificateAuthority.loadOrCreate(directory: directory)
+        return (authority, (directory as NSString).appendingPathComponent(CertificateAuthority.certificateFileName))
+    }
+
+    static func selfAuthorities(_ addresses: [ListenAddress]) -> Set<String> {
+        var result = Set<String>()
+        for address in addresses {
+            let port = address.address.port
+            let ip = address.address.ip
+            let host = ip.family == .v6 ? "[\(ip)]" : ip.description
+            result.insert("\(host):\(port)")
+            if address.address.isLoopback || address.address.isWildcard {
+                result.insert("localhost:\(port)")
+                result.insert("127.0.0.1:\(port)")
+                result.insert("[::1]:\(port)")
+            }
+        }
+        return result
+    }
+
+    private func printBanner(
+        bound: [SocketAddress], caPath: String, loaded: LoadedInfoPlist, snapshot: PolicyStore.Snapshot
+    ) {
+        var lines: [String] = []
+        lines.append("ats-proxy \(ATSProxyVersion.text): enforcing ATS for \(loaded.summary)")
+        lines.append(
+            "  platform \(snapshot.evaluator.options.platform), mode \(mode.rawValue), cleartext \(cleartext.rawValue)")
+        for address in bound { lines.append("  listening on \(address)") }
+        lines.append("  CA certificate: \(caPath)")
+        if let first = bound.first {
+            lines.append("  try: curl -x http://\(first) --cacert \(caPath) https://example.com/")
+        }
+        FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+    }
+
+    private func installSignals(server: ProxyServer, services: ProxyServices, log: ProxyLogSink) {
+        let watcher = SignalWatcher()
+        let grace = Duration.milliseconds(Int(gracePeriod * 1000))
+        let shutdown = GracefulShutdown(
+            gracePeriod: grace, stopAccepting: { server.stopAccepting() }, inFlight: { server.liveConnections },
+            onFinished: { drained in
+                log.note(drained ? "stopped" : "stopped with connections still open after the grace period")
+                log.flush()
+                Foundation.exit(0)
+            })
+        let reloadPolicy = policy
+        watcher.watch(SIGINT) {
+            log.note("stopping: no new connections, in-flight requests have \(Int(self.gracePeriod)) s")
+            shutdown.begin()
+        }
+        watcher.watch(SIGTERM) { shutdown.begin() }
+        watcher.watch(SIGHUP) {
+            do {
+                let loaded = try reloadPolicy.loadSource()
+                let configuration = ATSConfigurationParser(options: reloadPolicy.parseOptions).parse(loaded.atsValue)
+                let evaluator = ATSEvaluator(
+                    configuration: configuration, options: try reloadPolicy.evaluationOptions())
+                services.policy.replace(
+                    with: PolicyStore.Snapshot(
+                        evaluator: evaluator, sourceSummary: loaded.summary, processName: loaded.processName))
+                log.note("reloaded \(loaded.summary)")
+            } catch {
+                log.note("reload failed, keeping the previous policy: \(error)")
+            }
+        }
+        SignalRetainer.shared.keep(watcher, shutdown)
+    }
+}
+
+extension EnforcementMode: ExpressibleByArgument {}
+extension CleartextHandling: ExpressibleByArgument {}
+extension ProxyLogSink.Format: ExpressibleByArgument {}
+
+/// Keeps the signal watcher and shutdown alive for the life of the process.
+final class SignalRetainer: @unchecked Sendable {
+    static let shared = SignalRetainer()
+    private var objects: [AnyObject] = []
+    private let lock = NSLock()
+
+    func keep(_ items: AnyObject...) {
+        lock.lock()
+        objects.append(contentsOf: items)
+        lock.unlock()
+    }
+}
