@@ -52,6 +52,6 @@ let package = Package(
         .testTarget(name: "ATSTLSTests", dependencies: ["ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims"]),
         .testTarget(name: "ATSProxyCoreTests", dependencies: ["ATSProxyCore", "ATSPolicy"]),
         .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore"]),
-        .testTarget(name: "ats-proxyTests", dependencies: ["ATSPolicy"]),
+        .testTarget(name: "ats-proxyTests", dependencies: ["ATSPolicy", "ATSTLS"], exclude: ["Fixtures"]),
     ]
 )

@@ -40,6 +40,9 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Request source: auto (from User-Agent), urlsession, webkit or media.")
     var source: String = "auto"
 
+    @Option(name: .long, help: "Port the https:// twin is fetched from with --cleartext upgrade.")
+    var upgradePort = 443
+
     @Option(name: .long, help: "Host tunnelled without interception (repeatable; leading dot = suffix).")
     var passthrough: [String] = []
 
@@ -139,6 +142,7 @@ struct RunCommand: ParsableCommand {
             settings.processName = loaded.processName ?? "App"
             settings.headerTimeout = headerTimeout
             settings.idleTimeout = idleTimeout
+            settings.upgradePort = upgradePort
             let addresses = listen.compactMap(ListenAddress.init(parsing:))
             settings.selfAuthorities = Self.selfAuthorities(addresses)
             services = ProxyServices(
