@@ -69,6 +69,22 @@ enum HTTP1ASCII {
         return true
     }
 
+    /// ASCII case-insensitive equality of two strings; compares contiguous UTF-8 storage directly
+    /// when both strings have it (native Swift strings do), without allocating.
+    static func equalsIgnoringCase(_ lhs: String, _ rhs: String) -> Bool {
+        guard lhs.utf8.count == rhs.utf8.count else { return false }
+        let fast = lhs.utf8.withContiguousStorageIfAvailable { left in
+            rhs.utf8.withContiguousStorageIfAvailable { right in
+                for index in 0..<left.count where left[index] != right[index] {
+                    guard lowercased(left[index]) == lowercased(right[index]) else { return false }
+                }
+                return true
+            }
+        }
+        if let fast, let result = fast { return result }
+        return equalsIgnoringCase(lhs.utf8, rhs.utf8)
+    }
+
     /// Splits a comma-separated list value into trimmed, non-empty elements (RFC 9110 §5.6.1).
     static func listElements(_ value: Substring.UTF8View) -> [Substring.UTF8View] {
         var elements: [Substring.UTF8View] = []

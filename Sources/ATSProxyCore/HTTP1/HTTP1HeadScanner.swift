@@ -26,7 +26,7 @@ struct HTTP1HeadScanner {
     private var previousWasCR = false
     /// Empty lines skipped before a request line; they count toward the limit.
     private var skippedBytes = 0
-    /// Whether a byte other than CR or LF has been seen in this section.
+    /// Whether a non-empty line has ended in this section (so an empty line now ends it).
     private var started = false
     /// Skip empty lines before the first line (request side, RFC 9112 §2.2).
     private let skipsLeadingEmptyLines: Bool
@@ -68,30 +68,34 @@ struct HTTP1HeadScanner {
     }
 
     private mutating func scanBytes(_ bytes: UnsafeBufferPointer<UInt8>) -> Outcome {
-        var seenInSection = buffer.count + skippedBytes
-        for (offset, byte) in bytes.enumerated() {
-            seenInSection += 1
-            if seenInSection > Self.limit { return .failed(HTTP1ParseError(.headerSectionTooLarge)) }
+        // Bytes of this chunk that still fit under the limit; the section is over it at `allowed`.
+        let allowed = Self.limit - (buffer.count + skippedBytes)
+        var offset = 0
+        while offset < bytes.count {
+            guard offset < allowed else { return .failed(HTTP1ParseError(.headerSectionTooLarge)) }
+            let byte = bytes[offset]
+            offset += 1
             if previousWasCR {
                 guard byte == HTTP1ASCII.lf else { return .failed(HTTP1ParseError(.bareCR)) }
                 previousWasCR = false
-                if lineLength == 0 {
-                    if skipsLeadingEmptyLines && !started {
-                        skippedBytes += 2
-                        continue
-                    }
-                    return .complete(consumed: offset + 1)
+                if lineLength > 0 {
+                    started = true
+                    lineLength = 0
+                } else if skipsLeadingEmptyLines && !started {
+                    skippedBytes += 2
+                } else {
+                    return .complete(consumed: offset)
                 }
-                lineLength = 0
-                continue
-            }
-            switch byte {
-            case HTTP1ASCII.cr: previousWasCR = true
-            case HTTP1ASCII.lf: return .failed(HTTP1ParseError(.bareLF))
-            case 0: return .failed(HTTP1ParseError(.nulByte))
-            default:
+            } else if byte > HTTP1ASCII.cr {
+                // The common case: a visible byte or SP. Only CR, LF and NUL (all <= CR) need a look.
                 lineLength += 1
-                started = true
+            } else {
+                switch byte {
+                case HTTP1ASCII.cr: previousWasCR = true
+                case HTTP1ASCII.lf: return .failed(HTTP1ParseError(.bareLF))
+                case 0: return .failed(HTTP1ParseError(.nulByte))
+                default: lineLength += 1
+                }
             }
         }
         return .needMore

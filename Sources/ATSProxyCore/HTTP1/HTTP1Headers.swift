@@ -102,6 +102,6 @@ public struct HTTP1Headers: Hashable, Sendable, RandomAccessCollection, Expressi
 
     /// Case-insensitive field-name comparison without allocation.
     public static func nameMatches(_ lhs: String, _ rhs: String) -> Bool {
-        HTTP1ASCII.equalsIgnoringCase(lhs.utf8, rhs.utf8)
+        HTTP1ASCII.equalsIgnoringCase(lhs, rhs)
     }
 }
