@@ -82,6 +82,9 @@ public final class TLSContext: @unchecked Sendable {
         try check(ats_SSL_CTX_set1_groups_list(pointer, list), "set groups \(list)")
     }
 
+    /// Lets a server context negotiate finite-field DHE with built-in parameters (fixture servers).
+    public func enableAutomaticDHParameters() { _ = ats_SSL_CTX_set_dh_auto(pointer, 1) }
+
     /// Sets the raw SSL_CTX options (e.g. server cipher preference for fixtures).
     public func preferServerCiphers() { _ = SSL_CTX_set_options(pointer, ats_SSL_OP_CIPHER_SERVER_PREFERENCE) }
 

@@ -31,6 +31,7 @@ int ats_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version);
 long ats_SSL_CTX_set_mode(SSL_CTX *ctx, long mode);
 long ats_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode);
 int ats_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list);
+long ats_SSL_CTX_set_dh_auto(SSL_CTX *ctx, int onoff);
 int ats_SSL_CTX_set_tlsext_servername_callback(SSL_CTX *ctx, ats_servername_cb cb);
 int ats_SSL_CTX_set_tlsext_servername_arg(SSL_CTX *ctx, void *arg);
 int ats_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *cert);

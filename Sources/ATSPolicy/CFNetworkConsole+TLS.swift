@@ -1,0 +1,45 @@
+import Foundation
+
+extension CFNetworkConsole {
+    /// The lines a device logs when the TCP connection itself fails (iOS 13+ shape): DNS
+    /// (`[12:8]`), refused (`[1:61]`), timed out (`[1:60]`), reset (`[1:54]`). The `failed to
+    /// connect` line is emitted for POSIX-domain failures only; no trust lines.
+    public static func connectionFailed(
+        url: String, host: String, code: NSURLErrorCode, streamDomain: Int, streamCode: Int, platform: Platform,
+        context: ConsoleContext
+    ) -> [String] {
+        let connection = "Connection \(context.connectionNumber):"
+        var lines: [String] = []
+        if streamDomain == 1 { lines.append("\(connection) failed to connect \(streamDomain):\(streamCode), reason -1") }
+        lines.append("\(connection) encountered error(\(streamDomain):\(streamCode))")
+        lines.append("\(context.taskName) HTTP load failed, 0/0 bytes (error code: \(code.rawValue) [\(streamDomain):\(streamCode)])")
+        lines.append(
+            "\(context.taskName) finished with error [\(code.rawValue)] "
+                + connectionErrorText(
+                    code: code, url: url, host: host, platform: platform, context: context, streamDomain: streamDomain,
+                    streamCode: streamCode))
+        return lines.map { "\(context.prefix) \($0)" }
+    }
+
+    /// The NSError text of a connection failure: like `errorText` but without the trust recovery
+    /// suggestion, which only TLS errors carry.
+    public static func connectionErrorText(
+        code: NSURLErrorCode, url: String, host: String, platform: Platform, context: ConsoleContext,
+        streamDomain: Int?, streamCode: Int?
+    ) -> String {
+        let description = code.localizedDescription(host: host, platform: platform)
+        var info = ["NSLocalizedDescription=\(description)"]
+        var underlying = "Error Domain=kCFErrorDomainCFNetwork Code=\(code.rawValue) \"(null)\""
+        if let streamDomain, let streamCode {
+            info.append("_kCFStreamErrorDomainKey=\(streamDomain)")
+            info.append("_kCFStreamErrorCodeKey=\(streamCode)")
+            underlying += " UserInfo={_kCFStreamErrorDomainKey=\(streamDomain), _kCFStreamErrorCodeKey=\(streamCode)}"
+        }
+        info.append("NSErrorFailingURLStringKey=\(url)")
+        info.append("NSErrorFailingURLKey=\(url)")
+        info.append("_NSURLErrorRelatedURLSessionTaskErrorKey=(\n    \"\(context.localDataTaskName)\"\n)")
+        info.append("_NSURLErrorFailingURLSessionTaskErrorKey=\(context.localDataTaskName)")
+        info.append("NSUnderlyingError=\(context.pointerText) {\(underlying)}")
+        return "Error Domain=NSURLErrorDomain Code=\(code.rawValue) \"\(description)\" UserInfo={\(info.joined(separator: ", "))}"
+    }
+}

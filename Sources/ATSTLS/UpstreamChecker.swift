@@ -1,0 +1,260 @@
+import ATSPolicy
+import Foundation
+
+/// What the permissive explanation probe found the server offers.
+public struct ServerOffer: Sendable, Hashable {
+    /// Versions the server completed a handshake with (offered alone, every suite, level 0),
+    /// and the IANA suite it chose for each.
+    public var acceptedVersions: [TLSProtocolVersion: String] = [:]
+    /// The suite the server chose when offered only ECDHE suites at its best TLS ≤ 1.2 version
+    /// (nil: not probed, or it refused them all).
+    public var ecdheChoice: String?
+    /// Whether the ECDHE-only probe ran.
+    public var ecdheProbed = false
+    /// The finding in plain words.
+    public var sentence: String = ""
+
+    /// The highest accepted version.
+    public var highestVersion: TLSProtocolVersion? { acceptedVersions.keys.max() }
+}
+
+/// The Info.plist knowledge the fix finder needs: the app's configuration and the emulation options.
+public struct PolicyContext: Sendable {
+    public let configuration: ATSConfiguration
+    public let options: EvaluationOptions
+
+    public init(configuration: ATSConfiguration, options: EvaluationOptions) {
+        self.configuration = configuration
+        self.options = options
+    }
+
+    /// The decision for `target` under this policy.
+    public func decide(_ target: RequestTarget) -> ATSDecision {
+        ATSEvaluator(configuration: configuration, options: options).evaluate(target)
+    }
+}
+
+/// Runs upstream checks over a blocking transport: the enforcement handshake, the verdict, the
+/// explanation probe when the handshake itself is refused, and the smallest Info.plist change.
+/// Used by `diagnose` and tests; the proxy's Dispatch driver uses the same pieces (engine,
+/// summary, `UpstreamVerdict.judging`) without this blocking helper.
+public struct UpstreamChecker: Sendable {
+    public let client: UpstreamTLSClient
+    public let clock: @Sendable () -> Date
+
+    public init(client: UpstreamTLSClient, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.client = client
+        self.clock = clock
+    }
+
+    /// One enforcement handshake for `requirements`, judged.
+    public func attempt(
+        requirements: TLSRequirements, host: String, url: String, transport: any HandshakeTransport
+    ) -> UpstreamVerdict {
+        guard requirements.isSatisfiable else {
+            return .unsatisfiable(requirements: requirements, url: url, host: host)
+        }
+        let connection: TLSConnection
+        do {
+            connection = try client.makeConnection(requirements: requirements, host: host)
+        } catch {
+            return .failed(
+                .handshake(TLSFailure(reason: .other, errors: [])), requirements: requirements, url: url, host: host)
+        }
+        let stream: any HandshakeStream
+        do {
+            stream = try transport.connect()
+        } catch {
+            return .failed(.transport(error), requirements: requirements, url: url, host: host)
+        }
+        if let failure = HandshakePump.run(connection, over: stream) {
+            return .failed(failure, requirements: requirements, url: url, host: host)
+        }
+        let summary = client.summarize(connection, host: host, time: clock())
+        return .judging(summary, requirements: requirements, url: url, host: host)
+    }
+
+    /// The full check for `target` under `policy`: attempt, explanation probe (protocol_version or
+    /// handshake_failure), and the smallest Info.plist change when blocked.
+    public func check(
+        _ target: RequestTarget, policy: PolicyContext, transport: any HandshakeTransport
+    ) -> UpstreamVerdict {
+        let decision = policy.decide(target)
+        var verdict = attempt(requirements: decision.requirements, host: target.host, url: target.url, transport: transport)
+        guard verdict.isBlocked else { return verdict }
+        if needsProbe(verdict) {
+            verdict.serverOffer = explain(requirements: decision.requirements, host: target.host, transport: transport)
+        }
+        verdict.fix = smallestFix(for: verdict, target: target, decision: decision, policy: policy, transport: transport)
+        return verdict
+    }
+
+    func needsProbe(_ verdict: UpstreamVerdict) -> Bool {
+        guard case .handshake(let failure) = verdict.attemptFailure else { return false }
+        switch failure.reason {
+        case .receivedAlert(40), .receivedAlert(70), .noCommonVersion, .noCommonCipher: return true
+        case .receivedAlert, .notTLS, .closedWithoutAlert, .badCertificate, .other: return false
+        }
+    }
+
+    /// The permissive explanation probe: which versions does the server accept at all, and does
+    /// it accept ECDHE at TLS ≤ 1.2.
+    public func explain(
+        requirements: TLSRequirements, host: String, transport: any HandshakeTransport
+    ) -> ServerOffer {
+        var offer = ServerOffer()
+        for version in TLSProtocolVersion.allCases.reversed() {
+            if let suite = probe(version: version, cipherList: nil, host: host, transport: transport) {
+                offer.acceptedVersions[version] = suite
+            }
+        }
+        let allowed = offer.acceptedVersions.keys.filter {
+            $0 >= requirements.minimumVersion && $0 <= requirements.maximumVersion
+        }
+        if offer.acceptedVersions.isEmpty {
+            offer.sentence = "the server completed no handshake even when offered every version and cipher suite"
+            return offer
+        }
+        let accepted = offer.acceptedVersions.keys.sorted().map(\.displayName)
+        if allowed.isEmpty {
+            offer.sentence = "this server supports only \(Self.list(accepted))"
+            return offer
+        }
+        if let legacy = allowed.filter({ $0 <= .tls12 }).max(), let chosen = offer.acceptedVersions[legacy] {
+            offer.ecdheProbed = true
+            offer.ecdheChoice = probe(version: legacy, cipherList: "ECDHE:@SECLEVEL=0", host: host, transport: transport)
+            if let ecdhe = offer.ecdheChoice {
+                offer.sentence =
+                    "at \(legacy.displayName) this server chooses \(chosen) when offered every suite and \(ecdhe) when offered only ECDHE suites"
+            } else if chosen.contains("_DHE_") {
+                offer.sentence =
+                    "this server offers only finite-field DHE key exchange at \(legacy.displayName) (it chose \(chosen)); ATS accepts only ECDHE"
+            } else if chosen.hasPrefix("TLS_RSA_") {
+                offer.sentence =
+                    "this server offers only RSA key exchange at \(legacy.displayName) (it chose \(chosen) and refused every ECDHE suite)"
+            } else {
+                offer.sentence = "this server refused every ECDHE suite at \(legacy.displayName) (it chose \(chosen))"
+            }
+        } else {
+            offer.sentence = "this server accepts \(Self.list(accepted))"
+        }
+        return offer
+    }
+
+    private func probe(
+        version: TLSProtocolVersion, cipherList: String?, host: String, transport: any HandshakeTransport
+    ) -> String? {
+        guard let connection = try? client.makeProbeConnection(version: version, cipherList: cipherList, host: host),
+            let stream = try? transport.connect()
+        else { return nil }
+        guard HandshakePump.run(connection, over: stream) == nil else { return nil }
+        return client.summarize(connection, host: host, time: clock()).cipher.ianaName
+    }
+
+    static func list(_ items: [String]) -> String {
+        switch items.count {
+        case 0: ""
+        case 1: items[0]
+        default: items.dropLast().joined(separator: ", ") + " and " + items.last!
+        }
+    }
+
+    // MARK: - Smallest Info.plist change
+
+    /// One candidate change to the host's exception entry.
+    struct Change: Hashable {
+        var minimumTLS: TLSProtocolVersion?
+        var noForwardSecrecy = false
+        var insecureHTTP = false
+        var trustOverride = false
+
+        var size: Int {
+            (minimumTLS == nil ? 0 : 1) + (noForwardSecrecy ? 1 : 0) + (insecureHTTP ? 1 : 0) + (trustOverride ? 1 : 0)
+        }
+    }
+
+    func smallestFix(
+        for verdict: UpstreamVerdict, target: RequestTarget, decision: ATSDecision, policy: PolicyContext,
+        transport: any HandshakeTransport
+    ) -> String {
+        if let pin = verdict.violations.first(where: { if case .pinMismatch = $0 { true } else { false } }),
+            case .pinMismatch(let leaf, let domains) = pin
+        {
+            let digest =
+                (leaf ? verdict.summary?.leaf?.spkiSHA256 : verdict.summary?.builtChain.dropFirst().first?.spkiSHA256)?
+                .base64EncodedString() ?? "?"
+            return
+                "add { \(ATSKey.spkiSHA256) = \"\(digest)\" } to \(leaf ? ATSKey.pinnedLeafIdentities : ATSKey.pinnedCAIdentities) of \(ATSKey.pinnedDomains) → \(domains.joined(separator: ", ")) (exception keys cannot relax a pin)"
+        }
+        var versions: [TLSProtocolVersion] = []
+        if let offered = verdict.serverOffer?.highestVersion, offered < decision.requirements.minimumVersion {
+            versions.append(offered)
+        }
+        for case .protocolVersion(let negotiated, _) in verdict.violations where !versions.contains(negotiated) {
+            versions.append(negotiated)
+        }
+        var candidates: [Change] = []
+        for override in [false, true] {
+            for http in [false, true] where !override || http {
+                for pfs in [false, true] {
+                    for version in [nil] + versions.map(Optional.some) {
+                        candidates.append(
+                            Change(minimumTLS: version, noForwardSecrecy: pfs, insecureHTTP: http, trustOverride: override))
+                    }
+                }
+            }
+        }
+        candidates = candidates.filter { $0.size > 0 }
+        candidates.sort { ($0.trustOverride ? 1 : 0, $0.size) < ($1.trustOverride ? 1 : 0, $1.size) }
+        let key = decision.exceptionKey ?? target.host
+        for change in candidates {
+            var configuration = policy.configuration
+            var entry = configuration.exceptionDomains[key] ?? ExceptionDomain(key: key)
+            if let version = change.minimumTLS {
+                entry.minimumTLSVersion = version
+                entry.minimumTLSVersionSpecified = true
+            }
+            if change.noForwardSecrecy { entry.requiresForwardSecrecy = false }
+            if change.insecureHTTP { entry.allowsInsecureHTTPLoads = true }
+            configuration.exceptionDomains[key] = entry
+            var options = policy.options
+            if change.trustOverride { options.trustOverrideHosts.append(target.host) }
+            let requirements = PolicyContext(configuration: configuration, options: options).decide(target).requirements
+            let passes: Bool
+            if let summary = verdict.summary {
+                passes = !UpstreamVerdict.judging(summary, requirements: requirements, url: target.url, host: target.host)
+                    .isBlocked
+            } else if verdict.attemptFailure.map({ if case .handshake = $0 { true } else { false } }) ?? false
+                || !decision.requirements.isSatisfiable
+            {
+                passes = !attempt(requirements: requirements, host: target.host, url: target.url, transport: transport).isBlocked
+            } else {
+                passes = false
+            }
+            guard passes else { continue }
+            return describe(change, key: key, existing: policy.configuration.exceptionDomains[key] != nil, host: target.host)
+        }
+        if verdict.attemptFailure.map({ if case .transport = $0 { true } else { false } }) ?? false {
+            return "no Info.plist change can allow this: the connection fails before TLS"
+        }
+        return "no Info.plist change can allow this"
+    }
+
+    func describe(_ change: Change, key: String, existing: Bool, host: String) -> String {
+        var keys: [String] = []
+        if let version = change.minimumTLS { keys.append("\(ATSKey.exceptionMinimumTLSVersion) = \(version.rawValue)") }
+        if change.noForwardSecrecy { keys.append("\(ATSKey.exceptionRequiresForwardSecrecy) = NO") }
+        if change.insecureHTTP { keys.append("\(ATSKey.exceptionAllowsInsecureHTTPLoads) = YES") }
+        let where_ =
+            existing
+            ? "add \(Self.list(keys)) to \(ATSKey.exceptionDomains) → \(key)"
+            : "add \(ATSKey.exceptionDomains) → \(key) with \(Self.list(keys))"
+        let review = change.insecureHTTP || (change.minimumTLS.map { $0 < .tls12 } ?? false)
+        var text = where_ + (review ? "; App Review will ask for a justification" : "")
+        if change.trustOverride {
+            text =
+                "no Info.plist change alone can allow this: only an app whose URLSession delegate accepts this server's trust can load it, and ATS permits that only after you \(where_) (emulate the delegate with --trust-override \(host))"
+        }
+        return text
+    }
+}
