@@ -1,0 +1,325 @@
+import ATSPolicy
+import ATSTLS
+import Foundation
+import Testing
+
+@testable import ATSProxyCore
+
+/// Playbook tests of `ProxySession`: events in, commands out, no sockets. HTTPS cases pump a
+/// client TLS engine, the session and an upstream TLS server engine back to back in memory.
+@Suite struct ProxySessionTests {
+    /// A session plus the fixtures its HTTPS tests need.
+    final class Harness {
+        let proxyCA: CertificateAuthority
+        let originCA: CertificateAuthority
+        var session: ProxySession
+        var now = Date()
+
+        init(
+            ats: [String: PlistValue] = [:], settings: ProxySettings = ProxySettings(), platform: String = "ios:18.0"
+        ) throws {
+            proxyCA = try CertificateAuthority.generate()
+            originCA = try CertificateAuthority.generate()
+            let configuration = ATSConfigurationParser().parse(.dictionary(ats))
+            let evaluator = ATSEvaluator(
+                configuration: configuration, options: EvaluationOptions(platform: Platform(parsing: platform)!))
+            let services = ProxyServices(
+                policy: PolicyStore(.init(evaluator: evaluator, sourceSummary: "test", processName: "Tester")),
+                settings: settings,
+                serverTLS: try ServerTLSContext(
+                    leaves: try LeafCertificateCache(authority: proxyCA),
+                    alpn: ServerTLSContext.preferring(["http/1.1"])),
+                upstreamTLS: UpstreamTLSClient(
+                    trust: try TrustStore(systemRoots: false, extraAnchors: [originCA.certificate]), alpn: ["http/1.1"]),
+                processID: 100)
+            session = ProxySession(services: services, clientAddress: "127.0.0.1:5000", connectionNumber: 1)
+            _ = session.start()
+        }
+
+        func send(_ event: ProxyEvent) -> [ProxyCommand] { session.handle(event, now: now) }
+
+        func send(_ text: String) -> [ProxyCommand] { send(.clientBytes(Array(text.utf8))) }
+
+        /// An upstream TLS server engine presenting a leaf for `host` from `originCA`.
+        func originServer(host: String, versions: ClosedRange<TLSProtocolVersion> = .tls12...(.tls13)) throws
+            -> TLSConnection
+        {
+            let key = try PrivateKey.generate(.p256)
+            var spec = CertificateSpec(
+                notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(86400 * 30))
+            spec.commonName = host
+            spec.dnsNames = [host]
+            let leaf = try CertificateMinter.mint(
+                spec, subjectKey: key, issuer: originCA.certificate, issuerKey: originCA.privateKey)
+            let context = try TLSContext(role: .server)
+            if versions.lowerBound < .tls12 {
+                context.setSecurityLevel(0)
+                try context.setCipherList("DEFAULT@SECLEVEL=0")
+            }
+            try context.setVersions(minimum: versions.lowerBound, maximum: versions.upperBound)
+            try context.useCertificate(leaf, key: key)
+            return try TLSConnection(context: context, serverName: nil)
+        }
+    }
+
+    // MARK: - Helpers
+
+    static func clientWrites(_ commands: [ProxyCommand]) -> [UInt8] {
+        commands.reduce(into: []) { bytes, command in
+            if case .writeToClient(let data) = command { bytes += data }
+        }
+    }
+
+    static func upstreamWrites(_ commands: [ProxyCommand]) -> [UInt8] {
+        commands.reduce(into: []) { bytes, command in
+            if case .writeToUpstream(let data) = command { bytes += data }
+        }
+    }
+
+    static func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+
+    static func records(_ commands: [ProxyCommand]) -> [RequestRecord] {
+        commands.compactMap { if case .log(let record) = $0 { record } else { nil } }
+    }
+
+    static func connects(_ commands: [ProxyCommand]) -> [String] {
+        commands.compactMap { if case .connectUpstream(let host, let port) = $0 { "\(host):\(port)" } else { nil } }
+    }
+
+    /// Every decrypted byte an engine holds (a response may span several TLS records).
+    static func readAll(_ connection: TLSConnection) -> [UInt8] {
+        var bytes: [UInt8] = []
+        while case .data(let more) = connection.read() { bytes += more }
+        return bytes
+    }
+
+    static func closesClient(_ commands: [ProxyCommand]) -> Bool {
+        commands.contains { if case .closeClient = $0 { true } else { false } }
+    }
+
+    // MARK: - Cleartext
+
+    @Test func blockedCleartextIsAnsweredLocallyAndNeverConnects() throws {
+        let harness = try Harness()
+        let commands = harness.send("GET http://example.com/feed HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        let response = Self.text(Self.clientWrites(commands))
+        #expect(response.hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
+        #expect(response.contains("X-ATS-Error: -1022\r\n"))
+        #expect(response.contains("X-ATS-Rule: No exception entry, not a local host"))
+        #expect(!response.contains("Connection: close"))
+        #expect(Self.connects(commands).isEmpty)
+        #expect(!Self.closesClient(commands))
+        let record = try #require(Self.records(commands).first)
+        #expect(record.result == .blockedCleartext)
+        #expect(record.errorCode == -1022)
+        #expect(
+            record.consoleLines.first?.contains("App Transport Security has blocked a cleartext HTTP connection")
+                == true)
+    }
+
+    @Test func allowedCleartextIsForwardedWithoutHopByHopHeaders() throws {
+        let harness = try Harness()
+        let request =
+            "GET http://localhost:9000/a?b=1 HTTP/1.1\r\nHost: localhost:9000\r\nProxy-Connection: keep-alive\r\nProxy-Authorization: Basic eDp5\r\nUser-Agent: Tester/1 CFNetwork/1\r\n\r\n"
+        let first = harness.send(request)
+        #expect(Self.connects(first) == ["localhost:9000"])
+        #expect(Self.upstreamWrites(first).isEmpty)
+        let forwarded = Self.text(Self.upstreamWrites(harness.send(.upstreamConnected)))
+        #expect(forwarded.hasPrefix("GET /a?b=1 HTTP/1.1\r\n"))
+        #expect(forwarded.contains("Host: localhost:9000\r\n"))
+        #expect(!forwarded.contains("Proxy-Connection"))
+        #expect(!forwarded.contains("Proxy-Authorization"))
+        let response = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)))
+        #expect(Self.text(Self.clientWrites(response)) == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        let record = try #require(Self.records(response).first)
+        #expect(record.status == 200 && record.result == .completed && record.bytesToClient == 2)
+    }
+
+    @Test func pipelinedRequestsReuseTheUpstream() throws {
+        let harness = try Harness()
+        let two =
+            "GET http://localhost:9000/1 HTTP/1.1\r\nHost: localhost:9000\r\n\r\nGET http://localhost:9000/2 HTTP/1.1\r\nHost: localhost:9000\r\n\r\n"
+        #expect(Self.connects(harness.send(two)) == ["localhost:9000"])
+        #expect(Self.text(Self.upstreamWrites(harness.send(.upstreamConnected))).hasPrefix("GET /1 "))
+        let afterFirst = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na".utf8)))
+        #expect(Self.connects(afterFirst).isEmpty)
+        #expect(Self.text(Self.upstreamWrites(afterFirst)).hasPrefix("GET /2 "))
+        let afterSecond = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb".utf8)))
+        #expect(Self.text(Self.clientWrites(afterSecond)).hasSuffix("\r\n\r\nb"))
+        #expect(Self.records(afterSecond).count == 1)
+    }
+
+    @Test func requestBodyWaitsForTheUpstreamThenStreams() throws {
+        let harness = try Harness()
+        _ = harness.send(
+            "POST http://localhost:9000/up HTTP/1.1\r\nHost: localhost:9000\r\nContent-Length: 10\r\n\r\n01234")
+        let connected = Self.text(Self.upstreamWrites(harness.send(.upstreamConnected)))
+        #expect(connected.hasSuffix("Content-Length: 10\r\n\r\n01234"))
+        #expect(Self.text(Self.upstreamWrites(harness.send("56789"))) == "56789")
+    }
+
+    @Test func untilCloseResponseIsRechunkedForAKeepAliveClient() throws {
+        let harness = try Harness()
+        _ = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        _ = harness.send(.upstreamConnected)
+        let head = harness.send(.upstreamBytes(Array("HTTP/1.0 200 OK\r\n\r\nhello".utf8)))
+        let text = Self.text(Self.clientWrites(head))
+        #expect(text.hasPrefix("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"))
+        let end = harness.send(.upstreamEOF)
+        #expect(Self.text(Self.clientWrites(end)) == "0\r\n\r\n")
+        #expect(Self.records(end).first?.status == 200)
+    }
+
+    @Test(arguments: [
+        (NSURLErrorCode.cannotFindHost, "-1003", "12:8"), (.cannotConnectToHost, "-1004", "1:61"),
+        (.timedOut, "-1001", "1:60"),
+    ])
+    func connectionFailuresAnswer502WithCodes(code: NSURLErrorCode, header: String, pair: String) throws {
+        let harness = try Harness()
+        _ = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        let commands = harness.send(.upstreamConnectFailed(code, detail: "test"))
+        let response = Self.text(Self.clientWrites(commands))
+        #expect(response.hasPrefix(code == .timedOut ? "HTTP/1.1 504 " : "HTTP/1.1 502 "))
+        #expect(response.contains("X-ATS-Error: \(header)\r\n"))
+        #expect(response.contains("X-ATS-Stream-Error: \(pair)\r\n"))
+        #expect(Self.records(commands).first?.result == .failed)
+    }
+
+    @Test func malformedRequestGets400AndClose() throws {
+        let harness = try Harness()
+        let commands = harness.send(
+            "GET http://localhost/ HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        #expect(Self.text(Self.clientWrites(commands)).hasPrefix("HTTP/1.1 400 "))
+        #expect(Self.closesClient(commands))
+        #expect(Self.connects(commands).isEmpty)
+    }
+
+    @Test func requestToTheProxyItselfIsALoop() throws {
+        var settings = ProxySettings()
+        settings.selfAuthorities = ["127.0.0.1:8080"]
+        let harness = try Harness(settings: settings)
+        let commands = harness.send("GET http://127.0.0.1:8080/ HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n")
+        #expect(Self.text(Self.clientWrites(commands)).hasPrefix("HTTP/1.1 508 Loop Detected"))
+        #expect(Self.connects(commands).isEmpty)
+    }
+
+    @Test func reportModeLetsBlockedCleartextThroughAndRecordsTheViolation() throws {
+        var settings = ProxySettings()
+        settings.mode = .report
+        let harness = try Harness(settings: settings)
+        let commands = harness.send("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        #expect(Self.connects(commands) == ["example.com:80"])
+        _ = harness.send(.upstreamConnected)
+        let done = harness.send(.upstreamBytes(Array("HTTP/1.1 204 No Content\r\n\r\n".utf8)))
+        let record = try #require(Self.records(done).first)
+        #expect(record.result == .reported && record.errorCode == -1022 && record.status == 204)
+    }
+
+    @Test func idleTimerClosesAndPartialHeadGets408() throws {
+        let harness = try Harness()
+        let armed = harness.send("GET http://localhost/ HTTP/1.1\r\n")
+        #expect(armed.contains { if case .armTimer(30) = $0 { true } else { false } })
+        let fired = harness.send(.timerFired)
+        #expect(Self.text(Self.clientWrites(fired)).hasPrefix("HTTP/1.1 408 "))
+        #expect(Self.closesClient(fired))
+    }
+
+    // MARK: - HTTPS interception, pumped in memory
+
+    /// Runs the client handshake with the session (which answers CONNECT) until it completes.
+    static func establishTunnel(_ harness: Harness, host: String) throws -> TLSConnection {
+        let connect = harness.send("CONNECT \(host):443 HTTP/1.1\r\nHost: \(host):443\r\n\r\n")
+        #expect(text(clientWrites(connect)) == "HTTP/1.1 200 Connection established\r\n\r\n")
+        let clientContext = try TLSContext(role: .client)
+        try clientContext.setVersions(minimum: .tls12, maximum: .tls13)
+        let client = try TLSConnection(context: clientContext, serverName: host)
+        for _ in 0..<10 {
+            let progress = client.handshake()
+            if progress == .complete && !client.hasOutbound { break }
+            if case .failed(let failure) = progress { Issue.record("client handshake failed: \(failure)") }
+            let reply = harness.send(.clientBytes(client.takeOutbound()))
+            client.receive(clientWrites(reply))
+        }
+        #expect(client.state == .established)
+        return client
+    }
+
+    /// Pumps the upstream handshake between the session and `origin` until it settles; returns
+    /// the commands of the last step.
+    static func pumpUpstream(_ harness: Harness, origin: TLSConnection, first: [ProxyCommand]) -> [ProxyCommand] {
+        var commands = first
+        for _ in 0..<10 {
+            let toOrigin = upstreamWrites(commands)
+            if toOrigin.isEmpty { break }
+            origin.receive(toOrigin)
+            _ = origin.handshake()
+            guard origin.hasOutbound else { break }
+            commands = harness.send(.upstreamBytes(origin.takeOutbound()))
+            if !clientWrites(commands).isEmpty { break }
+        }
+        return commands
+    }
+
+    @Test func interceptedRequestIsForwardedOverTLSAndAnswered() throws {
+        let harness = try Harness()
+        let client = try Self.establishTunnel(harness, host: "api.example.com")
+        #expect(client.write(Array("GET /v1 HTTP/1.1\r\nHost: api.example.com\r\n\r\n".utf8)) > 0)
+        let request = harness.send(.clientBytes(client.takeOutbound()))
+        #expect(Self.connects(request) == ["api.example.com:443"])
+        let origin = try harness.originServer(host: "api.example.com")
+        let settled = Self.pumpUpstream(harness, origin: origin, first: harness.send(.upstreamConnected))
+        _ = settled
+        // The origin now has the request; read it and answer.
+        var received: [UInt8] = []
+        if case .data(let bytes) = origin.read() { received = bytes }
+        #expect(Self.text(received).hasPrefix("GET /v1 HTTP/1.1\r\n"))
+        _ = origin.write(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".utf8))
+        let answer = harness.send(.upstreamBytes(origin.takeOutbound()))
+        client.receive(Self.clientWrites(answer))
+        #expect(Self.text(Self.readAll(client)) == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+        let record = try #require(Self.records(answer).first)
+        #expect(record.url == "https://api.example.com/v1")
+        #expect(record.tls?["version"] == "TLSv1.3")
+    }
+
+    @Test func tls11OriginIsBlockedInsideTheTunnelWith9836() throws {
+        let harness = try Harness()
+        let client = try Self.establishTunnel(harness, host: "old.example.com")
+        _ = client.write(Array("GET / HTTP/1.1\r\nHost: old.example.com\r\n\r\n".utf8))
+        _ = harness.send(.clientBytes(client.takeOutbound()))
+        let origin = try harness.originServer(host: "old.example.com", versions: .tls11...(.tls11))
+        let settled = Self.pumpUpstream(harness, origin: origin, first: harness.send(.upstreamConnected))
+        client.receive(Self.clientWrites(settled))
+        guard case .data(let plain) = client.read() else {
+            Issue.record("no 502 inside the tunnel")
+            return
+        }
+        let response = Self.text(plain)
+        #expect(response.hasPrefix("HTTP/1.1 502 Bad Gateway\r\n"))
+        #expect(response.contains("X-ATS-Error: -1200\r\n"))
+        #expect(response.contains("X-ATS-Stream-Error: 3:-9836\r\n"))
+        let record = try #require(Self.records(settled).first)
+        #expect(
+            record.consoleLines.contains { $0.contains("HTTP load failed, 0/0 bytes (error code: -1200 [3:-9836])") })
+    }
+
+    @Test func tls11OriginIsAllowedWithAnException() throws {
+        let ats: [String: PlistValue] = [
+            "NSExceptionDomains": .dictionary([
+                "old.example.com": .dictionary(["NSExceptionMinimumTLSVersion": .string("TLSv1.1")])
+            ])
+        ]
+        let harness = try Harness(ats: ats)
+        let client = try Self.establishTunnel(harness, host: "old.example.com")
+        _ = client.write(Array("GET / HTTP/1.1\r\nHost: old.example.com\r\n\r\n".utf8))
+        _ = harness.send(.clientBytes(client.takeOutbound()))
+        let origin = try harness.originServer(host: "old.example.com", versions: .tls11...(.tls11))
+        _ = Self.pumpUpstream(harness, origin: origin, first: harness.send(.upstreamConnected))
+        guard case .data(let received) = origin.read() else {
+            Issue.record("the request did not reach the TLS 1.1 origin")
+            return
+        }
+        #expect(Self.text(received).hasPrefix("GET / HTTP/1.1"))
+    }
+}
