@@ -2,7 +2,7 @@
 #   make run   builds ats-proxy and runs it on its default configuration
 #   make test  builds everything and runs the whole test suite (what CI runs)
 SWIFT ?= swift
-CONFIG ?= Config/MixAndMatch.plist
+CONFIG ?=
 ARGS ?=
 BIN = .build/debug/ats-proxy
 
@@ -15,7 +15,7 @@ build: bootstrap
 	$(SWIFT) build
 
 run: build
-	$(BIN) explain --config $(CONFIG) http://example.com/ https://example.com/ http://localhost:8080/ $(ARGS)
+	$(BIN) $(if $(CONFIG),--config $(CONFIG),) $(ARGS)
 
 test:
 	@scripts/bootstrap test
