@@ -135,6 +135,14 @@ private let secTestEntries = exceptions([
 
 private let hostRows: [Scenario] = [
     Scenario(
+        name: "AAL=YES + ED{example.com:{}} (no IS): www.example.com gets the global policy",
+        ats: exceptions(["example.com": dict([:])], globals: [keyAAL: yes]), url: "http://www.example.com/",
+        expect: with(.allowed) { $0.exceptionKey = .some(nil) }),
+    Scenario(
+        name: "AAL=YES + ED{example.com:{}} (no IS): example.com itself is full ATS",
+        ats: exceptions(["example.com": dict([:])], globals: [keyAAL: yes]), url: "http://example.com/",
+        expect: blocked(by: "example.com")),
+    Scenario(
         name: "exact: ED{api.example.com} covers api.example.com",
         ats: exceptions(["api.example.com": dict([keyHTTP: yes])]),
         url: "http://api.example.com/", expect: allowed(by: "api.example.com")),
