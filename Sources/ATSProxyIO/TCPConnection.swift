@@ -179,13 +179,18 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
 
     /// Adopts a connected socket. The fd is made non-blocking and close-on-exec and gets
     /// `TCP_NODELAY`. Call on any thread; everything afterwards happens on `loop`.
-    public init(adopting fd: Int32, loop: EventLoop) {
+    public convenience init(adopting fd: Int32, loop: EventLoop) {
+        self.init(accepted: fd, remoteAddress: nil, loop: loop)
+    }
+
+    /// Adopts a socket whose peer address is already known (from `accept`), saving a syscall.
+    init(accepted fd: Int32, remoteAddress: SocketAddress?, loop: EventLoop) {
         self.loop = loop
         self.fileDescriptor = fd
         self.id = Self.idCounter.next()
         Socket.configureConnected(fd)
         self.localAddress = SocketAddress.of(fd: fd, peer: false)
-        self.remoteAddress = SocketAddress.of(fd: fd, peer: true)
+        self.remoteAddress = remoteAddress ?? SocketAddress.of(fd: fd, peer: true)
         readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.queue)
         writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
         readSource.setEventHandler { [self] in readable() }

@@ -76,8 +76,8 @@ public final class TCPListener: @unchecked Sendable {
     private var state = State.bound
     private var socketClosed = false
     private var stopCompletions: [@Sendable () -> Void] = []
-    private let counterLock = NSLock()
-    private var live = 0
+    /// The live-connection budget (private to this listener unless one was passed in).
+    public let limit: ConnectionLimit
     private let onAccept: @Sendable (TCPConnection) -> Void
     private let onOverLimit: (@Sendable (TCPConnection) -> Void)?
     private let onRefusedClient: (@Sendable (SocketAddress) -> Void)?
@@ -85,6 +85,8 @@ public final class TCPListener: @unchecked Sendable {
 
     /// Binds and listens. Throws `IOError` when the address is in use, not local, and so on.
     /// - Parameters:
+    ///   - limit: a budget shared with other listeners; nil means a private one of
+    ///     `configuration.maxConnections`.
     ///   - onAccept: called on the new connection's loop; set the handler there.
     ///   - onOverLimit: called on the loop with a connection that exceeds `maxConnections`; write
     ///     a 503 and `closeAfterFlush()`. Without it such sockets are closed at once.
@@ -93,11 +95,13 @@ public final class TCPListener: @unchecked Sendable {
         configuration: Configuration,
         group: EventLoopGroup,
         logger: Logger = Logger(label: "ats-proxy.io.listener"),
+        limit: ConnectionLimit? = nil,
         onAccept: @escaping @Sendable (TCPConnection) -> Void,
         onOverLimit: (@Sendable (TCPConnection) -> Void)? = nil,
         onRefusedClient: (@Sendable (SocketAddress) -> Void)? = nil
     ) throws(IOError) {
         self.configuration = configuration
+        self.limit = limit ?? ConnectionLimit(maximum: configuration.maxConnections)
         self.group = group
         self.logger = logger
         self.onAccept = onAccept
@@ -141,9 +145,10 @@ public final class TCPListener: @unchecked Sendable {
         }
     }
 
-    /// Live (accepted, not yet closed, within the limit) connections.
+    /// Live (accepted, not yet closed, within the limit) connections, counted on `limit` (so a
+    /// shared limit reports every listener's connections).
     public var liveConnections: Int {
-        counterLock.withLock { live }
+        limit.liveConnections
     }
 
     /// Starts accepting. Idempotent.
@@ -219,28 +224,22 @@ public final class TCPListener: @unchecked Sendable {
                 return
             }
         }
-        let admitted: Bool = counterLock.withLock {
-            guard live < configuration.maxConnections else { return false }
-            live += 1
-            return true
-        }
+        let admitted = limit.tryAcquire()
         let loop = group.next()
         guard admitted else {
             guard let onOverLimit else {
                 sysClose(client)
                 return
             }
-            let connection = TCPConnection(adopting: client, loop: loop)
+            let connection = TCPConnection(accepted: client, remoteAddress: peer, loop: loop)
             loop.execute {
                 onOverLimit(connection)
                 connection.start()
             }
             return
         }
-        let connection = TCPConnection(adopting: client, loop: loop)
-        connection.onFinalClose = { [self] in
-            counterLock.withLock { live -= 1 }
-        }
+        let connection = TCPConnection(accepted: client, remoteAddress: peer, loop: loop)
+        connection.onFinalClose = { [limit] in limit.release() }
         let onAccept = onAccept
         loop.execute {
             onAccept(connection)

@@ -90,6 +90,35 @@ struct TCPListenerTests {
         #expect(String(decoding: fourth.readToEnd(), as: UTF8.self) == "admitted")
     }
 
+    @Test("a ConnectionLimit shared by two listeners caps their sum")
+    func sharedLimit() throws {
+        let group = EventLoopGroup(loopCount: 1)
+        let limit = ConnectionLimit(maximum: 1)
+        func make(_ address: String) throws -> TCPListener {
+            let listener = try TCPListener(
+                configuration: .init(address: ListenAddress(parsing: address)!), group: group, limit: limit,
+                onAccept: { $0.handler = EchoHandler() },
+                onOverLimit: { connection in
+                    connection.write("503")
+                    connection.closeAfterFlush()
+                })
+            listener.start()
+            return listener
+        }
+        let v4 = try make("127.0.0.1:0")
+        defer { stopAndWait(v4) }
+        let v6 = try make("[::1]:0")
+        defer { stopAndWait(v6) }
+        let admitted = try BlockingClient(connectingTo: v4.boundAddress)
+        #expect(eventually { limit.liveConnections == 1 })
+        let refused = try BlockingClient(connectingTo: v6.boundAddress)
+        defer { refused.close() }
+        #expect(String(decoding: refused.readToEnd(), as: UTF8.self) == "503")
+        #expect(v6.liveConnections == 1)
+        admitted.close()
+        #expect(eventually { limit.liveConnections == 0 })
+    }
+
     @Test("stop() closes the listening socket: later connects are refused")
     func stopRefusesNewClients() throws {
         let group = EventLoopGroup(loopCount: 1)
