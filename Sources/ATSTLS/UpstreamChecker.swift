@@ -124,8 +124,10 @@ public struct UpstreamChecker: Sendable {
             offer.ecdheProbed = true
             offer.ecdheChoice = probe(version: legacy, cipherList: "ECDHE:@SECLEVEL=0", host: host, transport: transport)
             if let ecdhe = offer.ecdheChoice {
+                let listed = requirements.cipherSuites.contains { $0.ianaName == ecdhe }
                 offer.sentence =
                     "at \(legacy.displayName) this server chooses \(chosen) when offered every suite and \(ecdhe) when offered only ECDHE suites"
+                    + (listed ? "" : "; \(ecdhe) is not in the ATS cipher list of the emulated platform")
             } else if chosen.contains("_DHE_") {
                 offer.sentence =
                     "this server offers only finite-field DHE key exchange at \(legacy.displayName) (it chose \(chosen)); ATS accepts only ECDHE"

@@ -84,7 +84,8 @@ public struct UpstreamJudge: Sendable {
                 problem = .selfSignedLeaf
             case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
                 problem = .untrustedRoot(subject: chain.last?.subject ?? "")
-            case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+            case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
+                X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
                 let depth = min(issue.depth, chain.count - 1)
                 problem = .issuerNotFound(depth: issue.depth, issuer: depth >= 0 ? chain[depth].issuer : "")
             case X509_V_ERR_CERT_HAS_EXPIRED:

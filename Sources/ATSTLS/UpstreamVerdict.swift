@@ -310,7 +310,7 @@ public struct UpstreamVerdict: Sendable {
             }
             return "the certificate is for \(names.isEmpty ? "no DNS name" : names.joined(separator: ", ")), not \(summary.host)"
         case .weakKey(let depth, let key, let minimumBits):
-            return "\(which(depth)) has a \(key) key; at least \(minimumBits) bits are required"
+            return "\(which(depth)) has a \(key)-bit key; at least \(minimumBits) bits are required"
         case .weakSignatureHash(let depth, let hash, let minimum):
             return "\(which(depth)) is signed with \(hash.rawValue); \(minimum.rawValue) or stronger is required"
         case .missingServerAuthEKU(let present):
