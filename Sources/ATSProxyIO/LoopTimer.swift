@@ -118,3 +118,13 @@ extension Duration {
         return .nanoseconds(Int(nanos.partialValue + attoseconds / 1_000_000_000))
     }
 }
+
+/// The proxy's default timeouts (issue 4, item 8); flags may override them.
+public enum IOTimeouts {
+    /// Time allowed for a client to send a complete request head.
+    public static let headerRead: Duration = .seconds(30)
+    /// Time an idle keep-alive connection is kept open.
+    public static let idleKeepAlive: Duration = .seconds(60)
+    /// Time allowed to resolve and connect upstream.
+    public static let connect: Duration = .seconds(15)
+}

@@ -220,7 +220,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
         case .idle:
             lifecycle = .open
             if input == .reading { resumeReadSource() }
-            if writeQueueHead < writeQueue.count { flush() }
+            if writeQueueHead < writeQueue.count || output == .shutdownPending { flush() }
         case .open, .closing, .closed:
             return
         }

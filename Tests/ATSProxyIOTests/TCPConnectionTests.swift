@@ -196,6 +196,31 @@ struct TCPConnectionTests {
         #expect(closed.wait() == .reset)
     }
 
+    @Test("shutdownWrite before start with nothing written still sends FIN; both ends finish")
+    func shutdownBeforeStart() throws {
+        let group = EventLoopGroup(loopCount: 1)
+        let listener = try startEchoServer(group: group)
+        defer { stopAndWait(listener) }
+        let address = listener.boundAddress
+        let closed = Expectation<TCPCloseReason>()
+        final class Quiet: TCPConnectionHandler {
+            let closed: Expectation<TCPCloseReason>
+            init(closed: Expectation<TCPCloseReason>) { self.closed = closed }
+            func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {}
+            func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) { closed.fulfill(reason) }
+        }
+        let loop = group.loops[0]
+        loop.execute {
+            TCPConnector.connect(to: [address], on: loop) { result in
+                guard case .success(let connection) = result else { return }
+                connection.handler = Quiet(closed: closed)
+                connection.shutdownWrite()
+            }
+        }
+        #expect(closed.wait() == .finished)
+        #expect(eventually { listener.liveConnections == 0 })
+    }
+
     @Test("half-close: the server's reply still arrives after the client shut down its write side")
     func halfCloseDeliversReply() throws {
         let group = EventLoopGroup(loopCount: 1)
