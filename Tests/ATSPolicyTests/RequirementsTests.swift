@@ -83,4 +83,24 @@ struct RequirementsTests {
         let other = decide(ats, "https://other.example/", options: options("ios:26.4")).requirements
         #expect(other.niap == .fcp21)
     }
+    @Test(
+        "§3.1 platform-wide certificate rules on iOS 13+: SAN, EKU after 2019-07-01, validity caps",
+        arguments: [nil, dict([keyAAL: yes])] as [PlistValue?])
+    func platformCertificateRules(_ ats: PlistValue?) {
+        let value = decide(ats, "https://example.com/").requirements
+        #expect(value.requireSubjectAltName)
+        #expect(value.requireServerAuthEKUIssuedAfter == TrustDates.utc(2019, 7, 1))
+        let caps = Set(
+            value.validityCaps.map {
+                "\($0.anchors.rawValue) \($0.notBeforeOnOrAfter) \($0.maximumDays) \($0.slackSeconds)"
+            })
+        let expected = Set([
+            "system \(TrustDates.utc(2018, 3, 1)) 825 3600", "system \(TrustDates.utc(2020, 9, 1)) 398 0",
+            "user-installed \(TrustDates.utc(2019, 7, 1)) 825 3600",
+        ])
+        #expect(caps == expected)
+        let old = decide(ats, "https://example.com/", options: options("ios:12.4")).requirements
+        #expect(!old.requireSubjectAltName)
+        #expect(old.requireServerAuthEKUIssuedAfter == nil)
+    }
 }
