@@ -8,6 +8,11 @@ public struct CertificateAuthorityError: Error, Sendable, CustomStringConvertibl
     /// What is wrong, in plain words.
     public let problem: String
 
+    public init(path: String, problem: String) {
+        self.path = path
+        self.problem = problem
+    }
+
     public var description: String { "\(path): \(problem)" }
 }
 

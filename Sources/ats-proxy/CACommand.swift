@@ -1,8 +1,95 @@
+import ATSTLS
 import ArgumentParser
+import Foundation
 
 /// `ats-proxy ca …`: create, show and export the proxy's certificate authority.
-/// (Owned by the TLS layer work; filled in there.)
 struct CACommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "ca", abstract: "Manage the proxy's certificate authority.")
+        commandName: "ca", abstract: "Manage the proxy's certificate authority.",
+        subcommands: [CAInitCommand.self, CAShowCommand.self, CAExportCommand.self])
+}
+
+/// `ats-proxy ca init`: create the CA (or import --ca-cert/--ca-key into the CA directory).
+struct CAInitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init", abstract: "Create the CA in the CA directory, or import an existing one into it.")
+
+    @OptionGroup var ca: CAOptions
+
+    func run() throws {
+        do {
+            let directory = ca.directory
+            if let certificate = ca.caCert, let key = ca.caKey {
+                let imported = try CertificateAuthority.load(certificatePath: certificate, keyPath: key)
+                try imported.write(to: directory)
+                print("Imported the CA into \(directory)")
+            } else {
+                let (_, created) = try CertificateAuthority.loadOrCreate(directory: directory, keyType: ca.caKeyType)
+                print(created ? "Created a new CA in \(directory)" : "A CA already exists in \(directory)")
+            }
+            var shown = ca
+            shown.caCert = nil
+            shown.caKey = nil
+            shown.caDir = directory
+            for line in try shown.loadExisting().summaryLines { print(line) }
+            print("Install \(CertificateAuthority.certificateFileName) on the device and enable full trust for it.")
+        } catch {
+            exitWithError(error)
+        }
+    }
+}
+
+/// `ats-proxy ca show`: path, SHA-256 fingerprint, validity and key type.
+struct CAShowCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show", abstract: "Show the CA's files, fingerprint, validity and key type.")
+
+    @OptionGroup var ca: CAOptions
+
+    func run() throws {
+        do {
+            for line in try ca.loadExisting().summaryLines { print(line) }
+        } catch {
+            exitWithError(error)
+        }
+    }
+}
+
+/// `ats-proxy ca export --format pem|der [--output FILE]`: the CA certificate for devices.
+struct CAExportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export", abstract: "Write the CA certificate (never the key) as PEM or DER.")
+
+    /// Export formats.
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case pem, der
+    }
+
+    @OptionGroup var ca: CAOptions
+
+    @Option(name: .long, help: "pem or der.")
+    var format: Format = .pem
+
+    @Option(name: .shortAndLong, help: "Write to this file instead of standard output.")
+    var output: String?
+
+    func run() throws {
+        do {
+            let certificate = try ca.loadExisting().certificate
+            let bytes: [UInt8]
+            switch format {
+            case .pem: bytes = try certificate.pemBytes()
+            case .der: bytes = certificate.derBytes
+            }
+            if let output {
+                guard FileManager.default.createFile(atPath: output, contents: Data(bytes)) else {
+                    throw CertificateAuthorityError(path: output, problem: "cannot write")
+                }
+            } else {
+                FileHandle.standardOutput.write(Data(bytes))
+            }
+        } catch {
+            exitWithError(error)
+        }
+    }
 }
