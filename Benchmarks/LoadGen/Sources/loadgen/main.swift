@@ -387,7 +387,8 @@ final class Connection: @unchecked Sendable {
             var index = start
             while index + 1 < end {
                 if buffer[index] == 13 && buffer[index + 1] == 10 {
-                    let line = String(decoding: UnsafeBufferPointer(start: buffer + start, count: index - start), as: UTF8.self)
+                    let line = String(
+                        decoding: UnsafeBufferPointer(start: buffer + start, count: index - start), as: UTF8.self)
                     start = index + 2
                     return line
                 }
