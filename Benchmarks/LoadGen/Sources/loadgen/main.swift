@@ -272,6 +272,19 @@ final class Connection: @unchecked Sendable {
         buffer.deallocate()
     }
 
+    static let contentLengthName = Array("content-length".utf8)
+    static let transferEncodingName = Array("transfer-encoding".utf8)
+    static let chunkedName = Array("chunked".utf8)
+
+    /// If the header line [from, to) is `name: value` (name case-insensitive), the value's start.
+    @inline(__always) private func headerValue(_ name: [UInt8], _ from: Int, _ to: Int) -> Int? {
+        guard to - from > name.count, buffer[from + name.count] == 58 else { return nil }
+        for index in 0..<name.count where buffer[from + index] | 0x20 != name[index] { return nil }
+        var value = from + name.count + 1
+        while value < to && (buffer[value] == 32 || buffer[value] == 9) { value += 1 }
+        return value
+    }
+
     /// Sends CONNECT and reads the proxy's answer up to the blank line; anything but 200 fails.
     private static func tunnel(_ fd: Int32, _ request: [UInt8]) throws {
         guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == request.count else {
@@ -349,23 +362,37 @@ final class Connection: @unchecked Sendable {
             checked = end - start
             try fill()
         }
-        let head = String(decoding: UnsafeBufferPointer(start: buffer + start, count: headEnd - start), as: UTF8.self)
-        start = headEnd
-        var lines = head.split(separator: "\r\n")
-        guard !lines.isEmpty, let status = Int(lines.removeFirst().split(separator: " ").dropFirst().first ?? "")
-        else { throw LoadGenError("bad status line") }
+        // Byte-level head parsing: no String work per response, so the generator stays cheap.
+        var lineEnd = start
+        while buffer[lineEnd] != 13 { lineEnd += 1 }
+        var status = 0
+        var cursor = start
+        while cursor < lineEnd && buffer[cursor] != 32 { cursor += 1 }
+        cursor += 1
+        while cursor < lineEnd && buffer[cursor] >= 48 && buffer[cursor] <= 57 {
+            status = status * 10 + Int(buffer[cursor] - 48)
+            cursor += 1
+        }
+        guard status >= 100 else { throw LoadGenError("bad status line") }
         var contentLength = -1
         var chunked = false
-        for line in lines {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            let name = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            if name == "content-length" {
-                contentLength = Int(value) ?? -1
-            } else if name == "transfer-encoding" {
-                chunked = value.lowercased().hasSuffix("chunked")
+        var lineStart = lineEnd + 2
+        while lineStart < headEnd - 2 {
+            lineEnd = lineStart
+            while buffer[lineEnd] != 13 { lineEnd += 1 }
+            if let value = headerValue(Connection.contentLengthName, lineStart, lineEnd) {
+                contentLength = 0
+                for index in value..<lineEnd where buffer[index] >= 48 && buffer[index] <= 57 {
+                    contentLength = contentLength * 10 + Int(buffer[index] - 48)
+                }
+            } else if let value = headerValue(Connection.transferEncodingName, lineStart, lineEnd) {
+                chunked =
+                    lineEnd - value >= 7
+                    && (0..<7).allSatisfy { buffer[lineEnd - 7 + $0] | 0x20 == Connection.chunkedName[$0] }
             }
+            lineStart = lineEnd + 2
         }
+        start = headEnd
         if chunked { return (status, try skipChunkedBody()) }
         guard contentLength >= 0 else { throw LoadGenError("response without Content-Length") }
         try skip(contentLength)
@@ -429,6 +456,7 @@ final class Connection: @unchecked Sendable {
 final class WorkerResults: Sendable {
     struct Entry {
         var latencies: [UInt64]
+        var attempts = 0
         var errors: Int
         var firstError: String?
     }
@@ -473,6 +501,7 @@ func runTimedWorkers(
             while let step = iterate {
                 let begin = nowNanos()
                 if begin >= deadline { break }
+                entry.attempts += 1
                 do {
                     try step()
                     let finish = nowNanos()
@@ -505,10 +534,11 @@ func runTimedWorkers(
     var all = entries.flatMap(\.latencies)
     all.sort()
     let errors = entries.reduce(0) { $0 + $1.errors }
+    let attempts = entries.reduce(0) { $0 + $1.attempts }
     let seconds = options.duration
     var line = String(
-        format: "count=%d rate=%.1f p50_us=%.1f p99_us=%.1f max_us=%.1f errors=%d ", all.count,
-        Double(all.count) / seconds, percentile(all, 0.5), percentile(all, 0.99), percentile(all, 1), errors)
+        format: "count=%d rate=%.1f p50_us=%.1f p99_us=%.1f max_us=%.1f errors=%d attempts=%d ", all.count,
+        Double(all.count) / seconds, percentile(all, 0.5), percentile(all, 0.99), percentile(all, 1), errors, attempts)
     line += before.fields(until: after)
     if let first = entries.compactMap(\.firstError).first { line += " first_error=\"\(first)\"" }
     return line
