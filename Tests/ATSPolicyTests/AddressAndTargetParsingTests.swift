@@ -115,6 +115,7 @@ private let validTargets: [TargetCase] = [
     TargetCase(url: "wss://chat.example.com/socket", scheme: .https, host: "chat.example.com", port: 443, isIP: false),
     TargetCase(url: "http://example.com:65535/", scheme: .http, host: "example.com", port: 65535, isIP: false),
     TargetCase(url: "http://example.com:1/", scheme: .http, host: "example.com", port: 1, isIP: false),
+    TargetCase(url: "http://example.com:/", scheme: .http, host: "example.com", port: 80, isIP: false),
 ]
 
 /// A string that is not a URL the engine can judge, and which error it must give.
