@@ -145,9 +145,11 @@ struct RunCommand: ParsableCommand {
             settings.upgradePort = upgradePort
             let addresses = listen.compactMap(ListenAddress.init(parsing:))
             settings.selfAuthorities = Self.selfAuthorities(addresses)
+            let onboarding = try OnboardingSite(
+                certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses))
             services = ProxyServices(
                 policy: PolicyStore(snapshot), settings: settings, serverTLS: serverTLS, upstreamTLS: upstreamTLS,
-                processID: Int(getpid()))
+                processID: Int(getpid()), onboarding: onboarding)
             var resolverOverrides = ResolverOverrides()
             for entry in resolve { try resolverOverrides.addResolve(entry) }
             for file in hostsFile { try resolverOverrides.addHostsFile(path: file) }
@@ -168,7 +170,9 @@ struct RunCommand: ParsableCommand {
         } catch {
             exitWithError(error)
         }
-        printBanner(bound: bound, caPath: caPath, loaded: loaded, snapshot: snapshot)
+        printBanner(
+            bound: bound, caPath: caPath, loaded: loaded, snapshot: snapshot,
+            authorityCertificate: authority.certificate)
         installSignals(server: server, services: services, log: log)
         dispatchMain()
     }
@@ -189,6 +193,20 @@ struct RunCommand: ParsableCommand {
         return (authority, (directory as NSString).appendingPathComponent(CertificateAuthority.certificateFileName))
     }
 
+    /// Addresses a client can type: a wildcard listener becomes the machine's LAN addresses.
+    static func reachableAddresses(_ addresses: [ListenAddress]) -> [String] {
+        var result: [String] = []
+        for address in addresses {
+            if address.address.isWildcard {
+                let lan = NetworkInterfaces.lanIPv4Addresses().map { "\($0):\(address.address.port)" }
+                result += lan.isEmpty ? ["127.0.0.1:\(address.address.port)"] : lan
+            } else {
+                result.append(address.description)
+            }
+        }
+        return result
+    }
+
     static func selfAuthorities(_ addresses: [ListenAddress]) -> Set<String> {
         var result = Set<String>()
         for address in addresses {
@@ -206,7 +224,8 @@ struct RunCommand: ParsableCommand {
     }
 
     private func printBanner(
-        bound: [SocketAddress], caPath: String, loaded: LoadedInfoPlist, snapshot: PolicyStore.Snapshot
+        bound: [SocketAddress], caPath: String, loaded: LoadedInfoPlist, snapshot: PolicyStore.Snapshot,
+        authorityCertificate: Certificate
     ) {
         var lines: [String] = []
         lines.append("ats-proxy \(ATSProxyVersion.text): enforcing ATS for \(loaded.summary)")
@@ -214,6 +233,26 @@ struct RunCommand: ParsableCommand {
             "  platform \(snapshot.evaluator.options.platform), mode \(mode.rawValue), cleartext \(cleartext.rawValue)")
         for address in bound { lines.append("  listening on \(address)") }
         lines.append("  CA certificate: \(caPath)")
+        let details = CertificateDetails(authorityCertificate)
+        let daysLeft = Int(details.notAfter.timeIntervalSinceNow / 86400)
+        if daysLeft < 30 {
+            lines.append(
+                "  warning: the CA expires in \(max(0, daysLeft)) days; create a new one with 'ats-proxy ca init' in a fresh --ca-dir"
+            )
+        }
+        if bound.contains(where: { !$0.isLoopback }) {
+            let reachable = Self.reachableAddresses(bound.map(ListenAddress.init))
+            lines.append("  devices on this network: set the Wi-Fi HTTP proxy to Manual:")
+            for address in reachable where !address.hasPrefix("127.") {
+                let parts = address.split(separator: ":")
+                lines.append("    Server \(parts.dropLast().joined(separator: ":"))  Port \(parts.last ?? "")")
+            }
+            lines.append("  then open http://\(OnboardingSite.host)/ on the device to install and trust the CA")
+        } else {
+            lines.append(
+                "  onboarding: http://\(OnboardingSite.host)/ through the proxy, or http://\(bound.first.map(\.description) ?? "")/"
+            )
+        }
         if let first = bound.first {
             lines.append("  try: curl -x http://\(first) --cacert \(caPath) https://example.com/")
         }

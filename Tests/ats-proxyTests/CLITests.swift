@@ -42,6 +42,27 @@ import Testing
             stderr: String(decoding: stderr, as: UTF8.self))
     }
 
+    /// Runs any tool (curl, python3) with a bounded wait.
+    static func runTool(_ path: String, _ arguments: [String], timeout: TimeInterval = 30) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        killer.cancel()
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
     static func temporaryFile(_ name: String, _ data: Data) throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ats-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

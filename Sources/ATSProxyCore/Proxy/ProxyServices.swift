@@ -12,11 +12,14 @@ public final class ProxyServices: Sendable {
     public let upstreamTLS: UpstreamTLSClient
     /// Process id shown in console lines (passed in: the core makes no system calls).
     public let processID: Int
+    /// The CA onboarding pages (nil: requests to the proxy itself get a short status text).
+    public let onboarding: OnboardingSite?
 
     public init(
         policy: PolicyStore, settings: ProxySettings, serverTLS: ServerTLSContext, upstreamTLS: UpstreamTLSClient,
-        processID: Int
+        processID: Int, onboarding: OnboardingSite? = nil
     ) {
+        self.onboarding = onboarding
         self.policy = policy
         self.settings = settings
         self.serverTLS = serverTLS

@@ -266,6 +266,10 @@ public struct ProxySession {
         let url: String
         switch head.target {
         case .absolute(let scheme, let authority, let pathAndQuery):
+            if clientTLS == nil && authority.host.lowercased() == OnboardingSite.host {
+                answerOnboarding(head, path: pathAndQuery.isEmpty ? "/" : pathAndQuery, framing: framing)
+                return
+            }
             guard clientTLS == nil else {
                 url = tunnelURL(path: pathAndQuery.isEmpty ? "/" : pathAndQuery)
                 break
@@ -488,6 +492,14 @@ public struct ProxySession {
         }
         let host = authority.host.lowercased()
         let port = authority.port ?? 443
+        if host == OnboardingSite.host {
+            answerLocally(
+                status: 400, reason: "Bad Request",
+                body: "ats-proxy: open http://\(OnboardingSite.host)/ (plain http) to install the CA\n",
+                keepAlive: false)
+            close()
+            return
+        }
         if isSelf(host: host, port: port) {
             answerLocally(
                 status: 508, reason: "Loop Detected", body: "ats-proxy: CONNECT to the proxy itself\n", keepAlive: false
@@ -912,8 +924,32 @@ public struct ProxySession {
         if !keepAlive { close() }
     }
 
-    /// A request addressed to the proxy itself (origin-form): a short page saying what this is.
+    /// Serves the CA onboarding site (never proxied).
+    private mutating func answerOnboarding(_ head: HTTP1RequestHead, path: String, framing: HTTP1BodyFraming) {
+        guard let site = services.onboarding else {
+            answerProxyInfo(head, framing: framing)
+            return
+        }
+        let keepAlive = framing == .none && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
+        let page: OnboardingSite.Page
+        if head.method == "GET" || head.method == "HEAD" {
+            page = site.page(for: path.hasPrefix("/") ? path : "/" + path)
+        } else {
+            page = OnboardingSite.Page(
+                status: 405, reason: "Method Not Allowed", contentType: "text/plain; charset=utf-8", fileName: nil,
+                body: Array("ats-proxy: onboarding pages answer GET only\n".utf8))
+        }
+        sendToClient(page.serialized(keepAlive: keepAlive, headOnly: head.method == "HEAD"))
+        if keepAlive { resumeParserIfIdle() } else { close() }
+    }
+
+    /// A request addressed to the proxy itself (origin-form): the onboarding site, or a short page
+    /// saying what this is.
     private mutating func answerProxyInfo(_ head: HTTP1RequestHead, framing: HTTP1BodyFraming) {
+        if services.onboarding != nil, case .origin(let path) = head.target {
+            answerOnboarding(head, path: path, framing: framing)
+            return
+        }
         let snapshot = services.policy.snapshot
         let body = """
             ats-proxy is running: an HTTP proxy that enforces App Transport Security.

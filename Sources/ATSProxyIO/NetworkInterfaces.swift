@@ -1,0 +1,35 @@
+import ATSPolicy
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The machine's own addresses, for telling a phone which proxy address to enter.
+public enum NetworkInterfaces {
+    /// Non-loopback IPv4 addresses of interfaces that are up (LAN candidates), in interface order.
+    public static func lanIPv4Addresses() -> [IPAddress] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return [] }
+        defer { freeifaddrs(list) }
+        var result: [IPAddress] = []
+        var cursor: UnsafeMutablePointer<ifaddrs>? = first
+        while let entry = cursor {
+            defer { cursor = entry.pointee.ifa_next }
+            let flags = Int32(entry.pointee.ifa_flags)
+            guard flags & Int32(IFF_UP) != 0, flags & Int32(IFF_LOOPBACK) == 0, let address = entry.pointee.ifa_addr,
+                address.pointee.sa_family == sa_family_t(AF_INET)
+            else { continue }
+            let ip = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer -> IPAddress in
+                let value = UInt32(bigEndian: pointer.pointee.sin_addr.s_addr)
+                return IPAddress(bytes: [
+                    UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff),
+                ])
+            }
+            if !result.contains(ip) { result.append(ip) }
+        }
+        return result
+    }
+}
