@@ -10,9 +10,13 @@ extension CFNetworkConsole {
     ) -> [String] {
         let connection = "Connection \(context.connectionNumber):"
         var lines: [String] = []
-        if streamDomain == 1 { lines.append("\(connection) failed to connect \(streamDomain):\(streamCode), reason -1") }
+        if streamDomain == 1 {
+            lines.append("\(connection) failed to connect \(streamDomain):\(streamCode), reason -1")
+        }
         lines.append("\(connection) encountered error(\(streamDomain):\(streamCode))")
-        lines.append("\(context.taskName) HTTP load failed, 0/0 bytes (error code: \(code.rawValue) [\(streamDomain):\(streamCode)])")
+        lines.append(
+            "\(context.taskName) HTTP load failed, 0/0 bytes (error code: \(code.rawValue) [\(streamDomain):\(streamCode)])"
+        )
         lines.append(
             "\(context.taskName) finished with error [\(code.rawValue)] "
                 + connectionErrorText(
@@ -40,6 +44,7 @@ extension CFNetworkConsole {
         info.append("_NSURLErrorRelatedURLSessionTaskErrorKey=(\n    \"\(context.localDataTaskName)\"\n)")
         info.append("_NSURLErrorFailingURLSessionTaskErrorKey=\(context.localDataTaskName)")
         info.append("NSUnderlyingError=\(context.pointerText) {\(underlying)}")
-        return "Error Domain=NSURLErrorDomain Code=\(code.rawValue) \"\(description)\" UserInfo={\(info.joined(separator: ", "))}"
+        return
+            "Error Domain=NSURLErrorDomain Code=\(code.rawValue) \"\(description)\" UserInfo={\(info.joined(separator: ", "))}"
     }
 }

@@ -17,7 +17,9 @@ public struct UpstreamProbeTransport: HandshakeTransport {
     /// Per-attempt limit (connect plus handshake), in seconds.
     public let timeout: TimeInterval
 
-    public init(host: String, port: UInt16, overrides: ResolverOverrides = ResolverOverrides(), timeout: TimeInterval = 10) {
+    public init(
+        host: String, port: UInt16, overrides: ResolverOverrides = ResolverOverrides(), timeout: TimeInterval = 10
+    ) {
         self.host = host
         self.port = port
         self.overrides = overrides
@@ -150,7 +152,9 @@ final class ProbeSocketStream: HandshakeStream {
     func send(_ bytes: [UInt8]) throws(TransportFailure) {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if sent >= 0 {
                 offset += sent
                 continue

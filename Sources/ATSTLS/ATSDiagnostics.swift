@@ -52,7 +52,8 @@ public struct DiagnosticsRow: Sendable {
     /// The 16 rows of `nscurl --ats-diagnostics`, in its order (reference §5).
     public static func nscurlRows(host: String) -> [DiagnosticsRow] {
         var rows: [DiagnosticsRow] = []
-        rows.append(DiagnosticsRow(section: "Default ATS Secure Connection", name: "ATS Default Connection", entry: nil))
+        rows.append(
+            DiagnosticsRow(section: "Default ATS Secure Connection", name: "ATS Default Connection", entry: nil))
         var arbitrary = ATSConfiguration()
         arbitrary.allowsArbitraryLoads = .value(true)
         rows.append(
@@ -79,7 +80,8 @@ public struct DiagnosticsRow: Sendable {
             rows.append(
                 DiagnosticsRow(
                     section: "Configuring TLS exceptions with PFS disabled for \(host)",
-                    name: "\(version.rawValue) with PFS disabled", entry: Entry(host: host, version: version, noPFS: true)))
+                    name: "\(version.rawValue) with PFS disabled",
+                    entry: Entry(host: host, version: version, noPFS: true)))
         }
         for version in versions {
             rows.append(
@@ -99,7 +101,8 @@ public struct DiagnosticsRow: Sendable {
         var insecureHTTP = false
     }
 
-    init(section: String, name: String, dictionary: [(String, DiagnosticsPlistValue)], configuration: ATSConfiguration) {
+    init(section: String, name: String, dictionary: [(String, DiagnosticsPlistValue)], configuration: ATSConfiguration)
+    {
         self.section = section
         self.name = name
         self.dictionary = dictionary
@@ -157,7 +160,9 @@ public struct ATSDiagnostics: Sendable {
 
     public init(
         checker: UpstreamChecker, options: EvaluationOptions,
-        contextFor: @escaping @Sendable (Int) -> ConsoleContext = { ConsoleContext(processName: "nscurl", taskNumber: $0) }
+        contextFor: @escaping @Sendable (Int) -> ConsoleContext = {
+            ConsoleContext(processName: "nscurl", taskNumber: $0)
+        }
     ) {
         self.checker = checker
         self.options = options
@@ -193,8 +198,10 @@ public struct ATSDiagnostics: Sendable {
                 if index > 0 { lines.append("") }
                 currentSection = row.section
             }
-            let requirements = PolicyContext(configuration: row.configuration, options: options).decide(target).requirements
-            let verdict = checker.attempt(requirements: requirements, host: target.host, url: target.url, transport: transport)
+            let requirements = PolicyContext(configuration: row.configuration, options: options).decide(target)
+                .requirements
+            let verdict = checker.attempt(
+                requirements: requirements, host: target.host, url: target.url, transport: transport)
             results.append((row, verdict))
             lines.append("---")
             lines.append(row.name)
@@ -219,8 +226,10 @@ public struct ATSDiagnostics: Sendable {
                 var explained = verdict
                 if checker.needsProbe(verdict) {
                     if offer == nil {
-                        let requirements = PolicyContext(configuration: ATSConfiguration(), options: options).decide(target)
-                            .requirements
+                        let requirements = PolicyContext(configuration: ATSConfiguration(), options: options).decide(
+                            target
+                        )
+                        .requirements
                         offer = checker.explain(requirements: requirements, host: target.host, transport: transport)
                     }
                     explained.serverOffer = offer.map { Self.offerOnly($0) }
@@ -256,7 +265,8 @@ public struct ATSDiagnostics: Sendable {
             versions.isEmpty
             ? offer.sentence
             : "the server accepts \(UpstreamChecker.list(versions))"
-                + (offer.ecdheProbed && offer.ecdheChoice == nil ? " and refuses every ECDHE suite at TLS 1.2 and below" : "")
+                + (offer.ecdheProbed && offer.ecdheChoice == nil
+                    ? " and refuses every ECDHE suite at TLS 1.2 and below" : "")
         return listed
     }
 }

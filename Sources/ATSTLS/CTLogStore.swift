@@ -38,7 +38,8 @@ public final class CTLogStore: @unchecked Sendable {
         for (index, log) in logs.enumerated() {
             let section = "log\(index)"
             names.append(section)
-            sections += "\n[\(section)]\ndescription = \(log.name)\nkey = \(Data(log.publicKeyDER).base64EncodedString())\n"
+            sections +=
+                "\n[\(section)]\ndescription = \(log.name)\nkey = \(Data(log.publicKeyDER).base64EncodedString())\n"
         }
         return "enabled_logs = \(names.joined(separator: ","))\n" + sections
     }
@@ -71,7 +72,8 @@ public final class CTLogStore: @unchecked Sendable {
             logCount = expectedCount
         } else {
             let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
-            logCount = text.split(separator: "\n").filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("key") }.count
+            logCount =
+                text.split(separator: "\n").filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("key") }.count
         }
     }
 

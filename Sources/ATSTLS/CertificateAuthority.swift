@@ -92,7 +92,8 @@ public final class CertificateAuthority: Sendable {
                 throw CertificateAuthorityError(path: certPath, problem: "missing, but the CA key exists next to it")
             }
             guard keyExists else {
-                throw CertificateAuthorityError(path: keyPath, problem: "missing, but the CA certificate exists next to it")
+                throw CertificateAuthorityError(
+                    path: keyPath, problem: "missing, but the CA certificate exists next to it")
             }
             return (try load(certificatePath: certPath, keyPath: keyPath), false)
         }
@@ -121,15 +122,19 @@ public final class CertificateAuthority: Sendable {
         } catch let error as CertificateAuthorityError {
             throw error
         } catch {
-            throw CertificateAuthorityError(path: keyPath, problem: "not a PEM private key (corrupt, encrypted or wrong file)")
+            throw CertificateAuthorityError(
+                path: keyPath, problem: "not a PEM private key (corrupt, encrypted or wrong file)")
         }
         guard certificate.matches(key) else {
-            throw CertificateAuthorityError(path: keyPath, problem: "this key does not match the certificate \(certPath)")
+            throw CertificateAuthorityError(
+                path: keyPath, problem: "this key does not match the certificate \(certPath)")
         }
         guard certificate.isCA else {
-            throw CertificateAuthorityError(path: certPath, problem: "not a CA certificate (basicConstraints CA:TRUE missing)")
+            throw CertificateAuthorityError(
+                path: certPath, problem: "not a CA certificate (basicConstraints CA:TRUE missing)")
         }
-        return CertificateAuthority(certificate: certificate, privateKey: key, certificatePath: certPath, keyPath: keyPath)
+        return CertificateAuthority(
+            certificate: certificate, privateKey: key, certificatePath: certPath, keyPath: keyPath)
     }
 
     /// Writes the CA into `directory` (created 0700 if missing): key 0600 first, then the
@@ -155,7 +160,9 @@ public final class CertificateAuthority: Sendable {
 
     private static func writeFile(_ path: String, _ bytes: [UInt8], mode: mode_t) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw CertificateAuthorityError(path: path, problem: "cannot create file: \(errnoText())") }
+        guard fd >= 0 else {
+            throw CertificateAuthorityError(path: path, problem: "cannot create file: \(errnoText())")
+        }
         defer { close(fd) }
         guard fchmod(fd, mode) == 0 else {
             throw CertificateAuthorityError(path: path, problem: "cannot set permissions: \(errnoText())")
@@ -163,7 +170,9 @@ public final class CertificateAuthority: Sendable {
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            guard written > 0 else { throw CertificateAuthorityError(path: path, problem: "write failed: \(errnoText())") }
+            guard written > 0 else {
+                throw CertificateAuthorityError(path: path, problem: "write failed: \(errnoText())")
+            }
             offset += written
         }
     }

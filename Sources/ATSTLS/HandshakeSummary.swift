@@ -101,7 +101,8 @@ public struct SCTDetails: Sendable, Hashable {
     }
     /// Validation status.
     public enum Status: String, Sendable, Hashable {
-        case valid, invalid, unknownLog = "unknown-log", unverified, unknownVersion = "unknown-version", notSet = "not-set"
+        case valid, invalid, unknownLog = "unknown-log", unverified, unknownVersion = "unknown-version", notSet =
+            "not-set"
     }
     public let source: Source
     public let logIDHex: String
@@ -168,7 +169,9 @@ extension HandshakeSummary {
                 code: 0, ianaName: "?", openSSLName: "?", keyExchange: .other, authentication: "?")
         }
         let groupID = ats_SSL_get_negotiated_group(ssl)
-        let group = groupID > 0 && cipher.keyExchange != .rsa ? SSL_group_to_name(ssl, groupID).map { String(cString: $0) } : nil
+        let group =
+            groupID > 0 && cipher.keyExchange != .rsa
+            ? SSL_group_to_name(ssl, groupID).map { String(cString: $0) } : nil
         var signatureNID: Int32 = 0
         let peerDigest =
             ats_SSL_get_peer_signature_nid(ssl, &signatureNID) == 1
@@ -181,7 +184,8 @@ extension HandshakeSummary {
         if let stack = SSL_get0_peer_scts(ssl), ats_sk_SCT_num(stack) > 0, let leaf = presented.first {
             if let ctLogs, ctLogs.logCount > 0, let policy = CT_POLICY_EVAL_CTX_new() {
                 _ = CT_POLICY_EVAL_CTX_set1_cert(policy, leaf.pointer)
-                let issuer = verification.builtChain.count > 1 ? verification.builtChain[1] : presented.dropFirst().first
+                let issuer =
+                    verification.builtChain.count > 1 ? verification.builtChain[1] : presented.dropFirst().first
                 if let issuer { _ = CT_POLICY_EVAL_CTX_set1_issuer(policy, issuer.pointer) }
                 CT_POLICY_EVAL_CTX_set_shared_CTLOG_STORE(policy, ctLogs.store)
                 CT_POLICY_EVAL_CTX_set_time(policy, UInt64(max(0, time.timeIntervalSince1970 * 1000)))
@@ -223,9 +227,11 @@ extension HandshakeSummary {
 
         return HandshakeSummary(
             host: host, version: version, cipher: cipher, group: group, peerSignatureDigest: peerDigest,
-            presentedChain: presented.map(CertificateDetails.init), builtChain: verification.builtChain.map(CertificateDetails.init),
+            presentedChain: presented.map(CertificateDetails.init),
+            builtChain: verification.builtChain.map(CertificateDetails.init),
             verificationIssues: verification.issues, anchor: verification.anchor, scts: scts,
-            ctLogsAvailable: (ctLogs?.logCount ?? 0) > 0, ocspStapleBytes: max(0, ocspLength), alpn: connection.negotiatedALPN,
+            ctLogsAvailable: (ctLogs?.logCount ?? 0) > 0, ocspStapleBytes: max(0, ocspLength),
+            alpn: connection.negotiatedALPN,
             time: time)
     }
 }

@@ -31,7 +31,8 @@ public final class LeafCertificateCache: Sendable {
     private let entries = Mutex<(leaves: [String: (leaf: MintedLeaf, sequence: UInt64)], next: UInt64)>(([:], 0))
 
     public init(
-        authority: CertificateAuthority, capacity: Int = 4096, validityDays: Int = 397, renewBefore: TimeInterval = 86400,
+        authority: CertificateAuthority, capacity: Int = 4096, validityDays: Int = 397,
+        renewBefore: TimeInterval = 86400,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         self.authority = authority
@@ -77,7 +78,8 @@ public final class LeafCertificateCache: Sendable {
         let name = Self.normalize(host)
         var spec = CertificateSpec(
             notBefore: now.addingTimeInterval(-3600),
-            notAfter: min(now.addingTimeInterval(TimeInterval(validityDays) * 86400 - 3600), authority.certificate.notAfter))
+            notAfter: min(
+                now.addingTimeInterval(TimeInterval(validityDays) * 86400 - 3600), authority.certificate.notAfter))
         if Self.isIPAddress(name) {
             spec.ipAddresses = [name]
         } else {

@@ -63,13 +63,17 @@ func withMemoryBIO(_ body: (OpaquePointer) throws -> Void) throws -> [UInt8] {
     var data: UnsafeMutablePointer<CChar>?
     let length = ats_BIO_get_mem_data(bio, &data)
     guard length > 0, let data else { return [] }
-    return data.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+    return data.withMemoryRebound(to: UInt8.self, capacity: length) {
+        Array(UnsafeBufferPointer(start: $0, count: length))
+    }
 }
 
 /// Makes a read-only memory BIO over `bytes` for the duration of `body`.
 func withReadBIO<T>(_ bytes: [UInt8], _ body: (OpaquePointer) throws -> T) throws -> T {
     try bytes.withUnsafeBytes { raw in
-        guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { throw OpenSSLError("BIO_new_mem_buf") }
+        guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else {
+            throw OpenSSLError("BIO_new_mem_buf")
+        }
         defer { BIO_free(bio) }
         return try body(bio)
     }

@@ -237,7 +237,8 @@ public final class TLSConnection {
         let failure: TLSFailure
         if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_SYSCALL || error == SSL_ERROR_ZERO_RETURN {
             let drained = OpenSSLErrorEntry.drain()
-            failure = drained.isEmpty
+            failure =
+                drained.isEmpty
                 ? TLSFailure(reason: .closedWithoutAlert, errors: []) : TLSFailure.classify(drained, transportEOF: true)
         } else {
             failure = TLSFailure.classify(OpenSSLErrorEntry.drain(), transportEOF: transportEnded)
@@ -286,7 +287,9 @@ public final class TLSConnection {
             return .closed
         default:
             let drained = OpenSSLErrorEntry.drain()
-            if drained.isEmpty || transportEnded && drained.allSatisfy({ $0.reason == SSL_R_UNEXPECTED_EOF_WHILE_READING }) {
+            if drained.isEmpty
+                || transportEnded && drained.allSatisfy({ $0.reason == SSL_R_UNEXPECTED_EOF_WHILE_READING })
+            {
                 state = .closed
                 return .closed
             }

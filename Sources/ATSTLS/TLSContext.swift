@@ -126,11 +126,13 @@ public final class TLSContext: @unchecked Sendable {
                 while index < count {
                     let length = Int(input[index])
                     guard index + 1 + length <= count else { break }
-                    let name = String(decoding: UnsafeBufferPointer(start: input + index + 1, count: length), as: UTF8.self)
+                    let name = String(
+                        decoding: UnsafeBufferPointer(start: input + index + 1, count: length), as: UTF8.self)
                     offered.append((name, index))
                     index += 1 + length
                 }
-                guard let chosen = selector(offered.map(\.name)), let match = offered.first(where: { $0.name == chosen })
+                guard let chosen = selector(offered.map(\.name)),
+                    let match = offered.first(where: { $0.name == chosen })
                 else { return SSL_TLSEXT_ERR_NOACK }
                 out.pointee = input + match.offset + 1
                 outLength.pointee = input[match.offset]

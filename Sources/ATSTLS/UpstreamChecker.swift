@@ -80,12 +80,14 @@ public struct UpstreamChecker: Sendable {
         _ target: RequestTarget, policy: PolicyContext, transport: any HandshakeTransport
     ) -> UpstreamVerdict {
         let decision = policy.decide(target)
-        var verdict = attempt(requirements: decision.requirements, host: target.host, url: target.url, transport: transport)
+        var verdict = attempt(
+            requirements: decision.requirements, host: target.host, url: target.url, transport: transport)
         guard verdict.isBlocked else { return verdict }
         if needsProbe(verdict) {
             verdict.serverOffer = explain(requirements: decision.requirements, host: target.host, transport: transport)
         }
-        verdict.fix = smallestFix(for: verdict, target: target, decision: decision, policy: policy, transport: transport)
+        verdict.fix = smallestFix(
+            for: verdict, target: target, decision: decision, policy: policy, transport: transport)
         return verdict
     }
 
@@ -122,7 +124,8 @@ public struct UpstreamChecker: Sendable {
         }
         if let legacy = allowed.filter({ $0 <= .tls12 }).max(), let chosen = offer.acceptedVersions[legacy] {
             offer.ecdheProbed = true
-            offer.ecdheChoice = probe(version: legacy, cipherList: "ECDHE:@SECLEVEL=0", host: host, transport: transport)
+            offer.ecdheChoice = probe(
+                version: legacy, cipherList: "ECDHE:@SECLEVEL=0", host: host, transport: transport)
             if let ecdhe = offer.ecdheChoice {
                 let listed = requirements.cipherSuites.contains { $0.ianaName == ecdhe }
                 offer.sentence =
@@ -201,7 +204,9 @@ public struct UpstreamChecker: Sendable {
                 for pfs in [false, true] {
                     for version in [nil] + versions.map(Optional.some) {
                         candidates.append(
-                            Change(minimumTLS: version, noForwardSecrecy: pfs, insecureHTTP: http, trustOverride: override))
+                            Change(
+                                minimumTLS: version, noForwardSecrecy: pfs, insecureHTTP: http, trustOverride: override)
+                        )
                     }
                 }
             }
@@ -224,17 +229,21 @@ public struct UpstreamChecker: Sendable {
             let requirements = PolicyContext(configuration: configuration, options: options).decide(target).requirements
             let passes: Bool
             if let summary = verdict.summary {
-                passes = !UpstreamVerdict.judging(summary, requirements: requirements, url: target.url, host: target.host)
-                    .isBlocked
+                passes = !UpstreamVerdict.judging(
+                    summary, requirements: requirements, url: target.url, host: target.host
+                )
+                .isBlocked
             } else if verdict.attemptFailure.map({ if case .handshake = $0 { true } else { false } }) ?? false
                 || !decision.requirements.isSatisfiable
             {
-                passes = !attempt(requirements: requirements, host: target.host, url: target.url, transport: transport).isBlocked
+                passes = !attempt(requirements: requirements, host: target.host, url: target.url, transport: transport)
+                    .isBlocked
             } else {
                 passes = false
             }
             guard passes else { continue }
-            return describe(change, key: key, existing: policy.configuration.exceptionDomains[key] != nil, host: target.host)
+            return describe(
+                change, key: key, existing: policy.configuration.exceptionDomains[key] != nil, host: target.host)
         }
         if verdict.attemptFailure.map({ if case .transport = $0 { true } else { false } }) ?? false {
             return "no Info.plist change can allow this: the connection fails before TLS"

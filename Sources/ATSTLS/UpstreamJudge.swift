@@ -89,17 +89,21 @@ public struct UpstreamJudge: Sendable {
                 let depth = min(issue.depth, chain.count - 1)
                 problem = .issuerNotFound(depth: issue.depth, issuer: depth >= 0 ? chain[depth].issuer : "")
             case X509_V_ERR_CERT_HAS_EXPIRED:
-                problem = .expired(depth: issue.depth, notAfter: issue.depth < chain.count ? chain[issue.depth].notAfter : .distantPast)
+                problem = .expired(
+                    depth: issue.depth, notAfter: issue.depth < chain.count ? chain[issue.depth].notAfter : .distantPast
+                )
             case X509_V_ERR_CERT_NOT_YET_VALID:
                 problem = .notYetValid(
-                    depth: issue.depth, notBefore: issue.depth < chain.count ? chain[issue.depth].notBefore : .distantFuture)
+                    depth: issue.depth,
+                    notBefore: issue.depth < chain.count ? chain[issue.depth].notBefore : .distantFuture)
             case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH:
                 let commonNameMatches = leaf.commonName.map { Self.nameMatches($0, summary.host) } ?? false
                 if !requirements.requireSubjectAltName && commonNameMatches && leaf.dnsNames.isEmpty {
                     problem = nil  // before iOS 13 the CN still counts when there is no SAN
                 } else {
                     problem = .hostnameMismatch(
-                        names: leaf.dnsNames + leaf.ipAddresses, commonNameOnly: commonNameMatches && leaf.dnsNames.isEmpty)
+                        names: leaf.dnsNames + leaf.ipAddresses,
+                        commonNameOnly: commonNameMatches && leaf.dnsNames.isEmpty)
                 }
             case X509_V_ERR_CERT_SIGNATURE_FAILURE:
                 problem = .badSignature(depth: issue.depth)
@@ -115,14 +119,18 @@ public struct UpstreamJudge: Sendable {
         for (depth, certificate) in chain.enumerated() {
             switch certificate.key {
             case .rsa(let bits) where bits < requirements.minimumRSAKeyBits:
-                problems.append(.weakKey(depth: depth, key: certificate.key, minimumBits: requirements.minimumRSAKeyBits))
+                problems.append(
+                    .weakKey(depth: depth, key: certificate.key, minimumBits: requirements.minimumRSAKeyBits))
             case .ec(let bits) where bits < requirements.minimumECKeyBits:
-                problems.append(.weakKey(depth: depth, key: certificate.key, minimumBits: requirements.minimumECKeyBits))
+                problems.append(
+                    .weakKey(depth: depth, key: certificate.key, minimumBits: requirements.minimumECKeyBits))
             case .rsa, .ec, .other:
                 break
             }
-            if !certificate.isSelfSigned, let hash = certificate.signatureHash, hash < requirements.minimumSignatureHash {
-                problems.append(.weakSignatureHash(depth: depth, hash: hash, minimum: requirements.minimumSignatureHash))
+            if !certificate.isSelfSigned, let hash = certificate.signatureHash, hash < requirements.minimumSignatureHash
+            {
+                problems.append(
+                    .weakSignatureHash(depth: depth, hash: hash, minimum: requirements.minimumSignatureHash))
             }
         }
         if let date = requirements.requireServerAuthEKUIssuedAfter, leaf.notBefore >= date, !leaf.hasExtendedKeyUsage {

@@ -41,7 +41,8 @@ public final class UpstreamTLSClient: Sendable {
     /// Whether the requirements allow something OpenSSL's default level 2 refuses.
     static func needsLevelZero(_ requirements: TLSRequirements) -> Bool {
         requirements.minimumVersion < .tls12 || requirements.minimumRSAKeyBits < 2048
-            || requirements.minimumSignatureHash < .sha224 || (requirements.minimumECKeyBits > 0 && requirements.minimumECKeyBits < 224)
+            || requirements.minimumSignatureHash < .sha224
+            || (requirements.minimumECKeyBits > 0 && requirements.minimumECKeyBits < 224)
     }
 
     static func offer(for requirements: TLSRequirements) -> Offer {

@@ -58,11 +58,13 @@ public struct UpstreamVerdict: Sendable {
         guard outcome == .blocked, let error, let streamDomain, let streamCode else { return [] }
         if streamDomain != 3 {
             return CFNetworkConsole.connectionFailed(
-                url: url, host: host, code: error, streamDomain: streamDomain, streamCode: streamCode, platform: platform,
+                url: url, host: host, code: error, streamDomain: streamDomain, streamCode: streamCode,
+                platform: platform,
                 context: context)
         }
         return CFNetworkConsole.secureLoadFailed(
-            url: url, host: host, code: error, streamDomain: streamDomain, streamCode: streamCode, trust: trustEvaluation,
+            url: url, host: host, code: error, streamDomain: streamDomain, streamCode: streamCode,
+            trust: trustEvaluation,
             platform: platform, context: context)
     }
 
@@ -81,7 +83,8 @@ public struct UpstreamVerdict: Sendable {
 
     init(
         outcome: Outcome, url: String, host: String, error: NSURLErrorCode?, streamDomain: Int?, streamCode: Int?,
-        trustEvaluation: TrustPolicy.Kind?, violations: [ATSViolation], attemptFailure: AttemptFailure?, reasons: [String],
+        trustEvaluation: TrustPolicy.Kind?, violations: [ATSViolation], attemptFailure: AttemptFailure?,
+        reasons: [String],
         summary: HandshakeSummary?
     ) {
         self.outcome = outcome
@@ -129,7 +132,8 @@ public struct UpstreamVerdict: Sendable {
         }
         guard let first = problems.first else {
             return UpstreamVerdict(
-                outcome: .allowed, url: url, host: host, error: nil, streamDomain: nil, streamCode: nil, trustEvaluation: nil,
+                outcome: .allowed, url: url, host: host, error: nil, streamDomain: nil, streamCode: nil,
+                trustEvaluation: nil,
                 violations: [], attemptFailure: nil, reasons: [], summary: summary)
         }
         if requirements.trust.appOverrides {
@@ -222,7 +226,8 @@ public struct UpstreamVerdict: Sendable {
             }
         }
         return UpstreamVerdict(
-            outcome: .blocked, url: url, host: host, error: code, streamDomain: domain, streamCode: stream, trustEvaluation: nil,
+            outcome: .blocked, url: url, host: host, error: code, streamDomain: domain, streamCode: stream,
+            trustEvaluation: nil,
             violations: [], attemptFailure: failure, reasons: [reason], summary: nil)
     }
 
@@ -272,25 +277,32 @@ public struct UpstreamVerdict: Sendable {
 
     // MARK: - Plain words
 
-    static func sentence(_ violation: ATSViolation, requirements: TLSRequirements, summary: HandshakeSummary) -> String {
+    static func sentence(_ violation: ATSViolation, requirements: TLSRequirements, summary: HandshakeSummary) -> String
+    {
         switch violation {
         case .protocolVersion(let negotiated, let minimum):
             return "the server negotiated \(negotiated.displayName); this host requires \(minimum.displayName) or later"
         case .cipherSuite(let name):
             return "the server chose \(name), which is not in the cipher suite list ATS allows for this host"
         case .notForwardSecret(let name):
-            return "the server chose \(name), a static-RSA suite without forward secrecy; ATS requires ECDHE key exchange"
+            return
+                "the server chose \(name), a static-RSA suite without forward secrecy; ATS requires ECDHE key exchange"
         case .pinMismatch(let leaf, let domains):
             let key = leaf ? ATSKey.pinnedLeafIdentities : ATSKey.pinnedCAIdentities
-            return "the certificate chain matches none of the \(key) of \(ATSKey.pinnedDomains) → \(domains.joined(separator: ", "))"
+            return
+                "the certificate chain matches none of the \(key) of \(ATSKey.pinnedDomains) → \(domains.joined(separator: ", "))"
         case .trust(let problem):
             return trustSentence(problem, requirements: requirements, summary: summary)
         }
     }
 
-    static func trustSentence(_ problem: TrustProblem, requirements: TLSRequirements, summary: HandshakeSummary) -> String {
+    static func trustSentence(_ problem: TrustProblem, requirements: TLSRequirements, summary: HandshakeSummary)
+        -> String
+    {
         let formatter = ISO8601DateFormatter()
-        func which(_ depth: Int) -> String { depth == 0 ? "the server certificate" : "certificate \(depth) of the chain" }
+        func which(_ depth: Int) -> String {
+            depth == 0 ? "the server certificate" : "certificate \(depth) of the chain"
+        }
         switch problem {
         case .noCertificate:
             return "the server sent no certificate"
@@ -301,14 +313,18 @@ public struct UpstreamVerdict: Sendable {
         case .selfSignedLeaf:
             return "the server certificate is self-signed and not a trusted root"
         case .untrustedRoot(let subject):
-            return "the chain ends in the root \(subject), which is not trusted (install it on the device; here: --upstream-ca FILE)"
+            return
+                "the chain ends in the root \(subject), which is not trusted (install it on the device; here: --upstream-ca FILE)"
         case .issuerNotFound(let depth, let issuer):
-            return "\(which(depth)) was issued by \(issuer), which the server did not send and no trusted root provides (a missing intermediate or an unknown root)"
+            return
+                "\(which(depth)) was issued by \(issuer), which the server did not send and no trusted root provides (a missing intermediate or an unknown root)"
         case .hostnameMismatch(let names, let commonNameOnly):
             if commonNameOnly {
-                return "\(summary.host) appears only in the certificate's common name; iOS 13 and later require it in the Subject Alternative Name"
+                return
+                    "\(summary.host) appears only in the certificate's common name; iOS 13 and later require it in the Subject Alternative Name"
             }
-            return "the certificate is for \(names.isEmpty ? "no DNS name" : names.joined(separator: ", ")), not \(summary.host)"
+            return
+                "the certificate is for \(names.isEmpty ? "no DNS name" : names.joined(separator: ", ")), not \(summary.host)"
         case .weakKey(let depth, let key, let minimumBits):
             return "\(which(depth)) has a \(key)-bit key; at least \(minimumBits) bits are required"
         case .weakSignatureHash(let depth, let hash, let minimum):
@@ -318,9 +334,11 @@ public struct UpstreamVerdict: Sendable {
                 ? "the server certificate's extended key usage does not include serverAuth"
                 : "the server certificate has no extended key usage extension; certificates issued after 2019-07-01 need serverAuth"
         case .validityTooLong(let days, let maximumDays, let anchors):
-            return "the server certificate is valid for \(days) days; certificates from \(anchors == .system ? "system-trusted" : "user-installed") roots may be valid for at most \(maximumDays)"
+            return
+                "the server certificate is valid for \(days) days; certificates from \(anchors == .system ? "system-trusted" : "user-installed") roots may be valid for at most \(maximumDays)"
         case .certificateTransparency(let valid, let required):
-            return "Certificate Transparency is required but the certificate has \(valid) valid SCT\(valid == 1 ? "" : "s") (\(required) needed)"
+            return
+                "Certificate Transparency is required but the certificate has \(valid) valid SCT\(valid == 1 ? "" : "s") (\(required) needed)"
         case .badSignature(let depth):
             return "the signature on \(which(depth)) does not verify"
         case .other(let text):

@@ -23,7 +23,9 @@ struct DiagnoseCommand: ParsableCommand {
     @Option(name: .long, help: "HOST:PORT:ADDR, as curl's --resolve (repeatable).")
     var resolve: [String] = []
 
-    @Option(name: .long, help: "Extra trusted root for upstream servers, PEM or DER (repeatable); acts like a user-installed root.")
+    @Option(
+        name: .long,
+        help: "Extra trusted root for upstream servers, PEM or DER (repeatable); acts like a user-installed root.")
     var upstreamCa: [String] = []
 
     @Option(name: .long, help: "CT log list in OpenSSL's format (enables CT checks for system-rooted chains).")
@@ -75,7 +77,9 @@ struct DiagnoseCommand: ParsableCommand {
             let uuid = UUID()
             let diagnostics = ATSDiagnostics(
                 checker: checker, options: options,
-                contextFor: { ConsoleContext(processName: "nscurl", pid: Int(getpid()), taskUUID: uuid, taskNumber: $0) })
+                contextFor: {
+                    ConsoleContext(processName: "nscurl", pid: Int(getpid()), taskUUID: uuid, taskNumber: $0)
+                })
             report = diagnostics.run(target, verbose: verbose, appPolicy: appPolicy, transport: transport)
         } catch {
             exitWithError(error)

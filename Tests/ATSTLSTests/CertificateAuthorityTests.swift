@@ -3,6 +3,7 @@ import Testing
 
 @testable import ATSTLS
 
+/// Tests for: The proxy's certificate authority on disk.
 @Suite("The proxy's certificate authority on disk")
 struct CertificateAuthorityTests {
     static func temporaryDirectory() -> String {
@@ -110,6 +111,7 @@ struct CertificateAuthorityTests {
                 explicit: nil, environment: ["ATS_PROXY_CA_DIR": "ca"], workingDirectory: "/srv/app") == "/srv/app/ca")
         #expect(
             CertificateAuthority.resolveDirectory(
-                explicit: "/etc/ats", environment: ["ATS_PROXY_CA_DIR": "ca"], workingDirectory: "/srv/app") == "/etc/ats")
+                explicit: "/etc/ats", environment: ["ATS_PROXY_CA_DIR": "ca"], workingDirectory: "/srv/app")
+                == "/etc/ats")
     }
 }

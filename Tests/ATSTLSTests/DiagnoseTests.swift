@@ -4,6 +4,7 @@ import Testing
 
 @testable import ATSTLS
 
+/// Tests for: ats-proxy diagnose: nscurl's format against loopback servers.
 @Suite("ats-proxy diagnose: nscurl's format against loopback servers")
 struct DiagnoseTests {
     static let fixedUUID = UUID(uuidString: "1C1C4F6F-771B-4349-9122-0F42AFFC0021")!
@@ -49,7 +50,8 @@ struct DiagnoseTests {
         """
 
     @Test func compliantServerPassesEveryRowButNothingElse() throws {
-        let server = try TestServer(.tls(TestPKI.serverContext(leaf: TestPKI.leaf(TestPKI.leafSpec()), minimum: .tls12)))
+        let server = try TestServer(
+            .tls(TestPKI.serverContext(leaf: TestPKI.leaf(TestPKI.leafSpec()), minimum: .tls12)))
         defer { server.stop() }
         let report = Self.run(server)
         let expected =
@@ -68,7 +70,8 @@ struct DiagnoseTests {
         defer { server.stop() }
         let report = Self.run(server)
         let results = [
-            "FAIL", "PASS", "FAIL", "FAIL", "FAIL", "PASS", "FAIL", "FAIL", "FAIL", "FAIL", "FAIL", "PASS", "FAIL", "FAIL",
+            "FAIL", "PASS", "FAIL", "FAIL", "FAIL", "PASS", "FAIL", "FAIL", "FAIL", "FAIL", "FAIL", "PASS", "FAIL",
+            "FAIL",
             "FAIL", "PASS",
         ]
         let reasons = """
@@ -134,8 +137,9 @@ struct DiagnoseTests {
 
             """
         #expect(report.text.hasSuffix(tail))
-        #expect(report.results.map { $0.verdict.isBlocked } == [
-            true, false, true, true, true, true, false, false, true, false, false, false, true, false, false, false,
-        ])
+        #expect(
+            report.results.map { $0.verdict.isBlocked } == [
+                true, false, true, true, true, true, false, false, true, false, false, false, true, false, false, false,
+            ])
     }
 }

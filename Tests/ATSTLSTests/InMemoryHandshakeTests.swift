@@ -4,6 +4,7 @@ import Testing
 
 @testable import ATSTLS
 
+/// Tests for: Engines pumped back to back in memory.
 @Suite("Engines pumped back to back in memory")
 struct InMemoryHandshakeTests {
     static let authority = try! CertificateAuthority.generate(hostName: "test-machine")
@@ -30,7 +31,8 @@ struct InMemoryHandshakeTests {
         #expect(summary.version == .tls13)
         #expect(summary.verificationIssues.isEmpty)
         #expect(summary.anchor == .userInstalled)
-        let verdict = UpstreamVerdict.judging(summary, requirements: Self.requirements(), url: "https://shop.test/", host: "shop.test")
+        let verdict = UpstreamVerdict.judging(
+            summary, requirements: Self.requirements(), url: "https://shop.test/", host: "shop.test")
         #expect(verdict.outcome == .allowed, "\(verdict.rule)")
     }
 
@@ -48,7 +50,8 @@ struct InMemoryHandshakeTests {
     }
 
     @Test func alpnHookIsTheCallersChoice() throws {
-        let server = try ServerTLSContext(leaves: Self.leaves, alpn: { offered in offered.contains("http/1.1") ? "http/1.1" : nil })
+        let server = try ServerTLSContext(
+            leaves: Self.leaves, alpn: { offered in offered.contains("http/1.1") ? "http/1.1" : nil })
         let client = UpstreamTLSClient(trust: Self.proxyTrust)
         let upstream = try client.makeConnection(requirements: Self.requirements(), host: "shop.test")
         let downstream = try server.makeConnection(connectHost: "shop.test")
@@ -142,6 +145,8 @@ struct InMemoryHandshakeTests {
         #expect(summary.leaf?.allowsServerAuth == true)
         #expect(summary.builtChain.last?.isSelfSigned == true)
         #expect(summary.leaf?.spkiSHA256 == TestPKI.leaf(TestPKI.leafSpec(), key: TestPKI.rsa2048).spkiSHA256)
-        #expect(UpstreamVerdict.judging(summary, requirements: requirements, url: "https://ats.test/", host: "ats.test").outcome == .allowed)
+        #expect(
+            UpstreamVerdict.judging(summary, requirements: requirements, url: "https://ats.test/", host: "ats.test")
+                .outcome == .allowed)
     }
 }

@@ -7,6 +7,7 @@ import Testing
 
 @testable import ATSTLS
 
+/// Tests for: Minted leaves and their cache.
 @Suite("Minted leaves and their cache")
 struct LeafCertificateCacheTests {
     static let authority = try! CertificateAuthority.generate(hostName: "test-machine")

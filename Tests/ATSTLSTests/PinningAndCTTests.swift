@@ -4,6 +4,7 @@ import Testing
 
 @testable import ATSTLS
 
+/// Tests for: NSPinnedDomains and Certificate Transparency against loopback servers.
 @Suite("NSPinnedDomains and Certificate Transparency against loopback servers")
 struct PinningAndCTTests {
     static let leafCertificate = TestPKI.leaf(TestPKI.leafSpec())
@@ -95,6 +96,7 @@ struct PinningAndCTTests {
     }
 }
 
+/// Tests for: Bad input: never a crash or a hang, always a verdict with the right code.
 @Suite("Bad input: never a crash or a hang, always a verdict with the right code")
 struct BadInputTests {
     @Test func plainHTTPServerIsNoTLS() throws {
@@ -154,7 +156,8 @@ struct BadInputTests {
         let server = try TestServer(.tls(Fixture.expired.makeContext()))
         defer { server.stop() }
         let verdict = check(server, Policies.standard)
-        let lines = verdict.consoleLines(platform: .default, context: ConsoleContext(processName: "App", connectionNumber: 6))
+        let lines = verdict.consoleLines(
+            platform: .default, context: ConsoleContext(processName: "App", connectionNumber: 6))
         #expect(lines.contains { $0.hasSuffix("ATS failed system trust") })
         #expect(lines.contains { $0.hasSuffix("Connection 6: system TLS Trust evaluation failed(-9802)") })
         #expect(lines.contains { $0.hasSuffix("HTTP load failed, 0/0 bytes (error code: -1200 [3:-9802])") })

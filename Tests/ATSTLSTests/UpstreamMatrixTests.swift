@@ -35,7 +35,8 @@ enum Fixture: String, CaseIterable, Sendable {
                 ciphers: "DHE-RSA-AES128-GCM-SHA256:@SECLEVEL=0")
         case .ecdheCBCSHA384Only:
             return TestPKI.serverContext(
-                leaf: TestPKI.leaf(TestPKI.leafSpec()), maximum: .tls12, ciphers: "ECDHE-ECDSA-AES256-SHA384:@SECLEVEL=0")
+                leaf: TestPKI.leaf(TestPKI.leafSpec()), maximum: .tls12,
+                ciphers: "ECDHE-ECDSA-AES256-SHA384:@SECLEVEL=0")
         case .rsa1024Leaf:
             return TestPKI.serverContext(
                 leaf: TestPKI.leaf(TestPKI.leafSpec(), key: TestPKI.rsa1024), key: TestPKI.rsa1024)
@@ -127,6 +128,7 @@ enum Fixture: String, CaseIterable, Sendable {
     }
 }
 
+/// Tests for: Upstream verdicts against loopback fixture servers.
 @Suite("Upstream verdicts against loopback fixture servers")
 struct UpstreamMatrixTests {
     @Test("default ATS policy", arguments: Fixture.allCases)

@@ -21,7 +21,9 @@ final class TestSocketStream: HandshakeStream {
     func send(_ bytes: [UInt8]) throws(TransportFailure) {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if sent < 0 {
                 if errno == EINTR { continue }
                 throw errno == ECONNRESET || errno == EPIPE ? .reset : .other(String(cString: strerror(errno)))

@@ -14,7 +14,8 @@ enum TestPKI {
 
     static let rootKey = try! PrivateKey.generate(.p256)
     static let root: Certificate = {
-        var spec = CertificateSpec(notBefore: now.addingTimeInterval(-86400), notAfter: now.addingTimeInterval(3650 * 86400))
+        var spec = CertificateSpec(
+            notBefore: now.addingTimeInterval(-86400), notAfter: now.addingTimeInterval(3650 * 86400))
         spec.commonName = "ats-proxy Test Root"
         spec.organization = "ats-proxy tests"
         spec.isCA = true
@@ -25,7 +26,8 @@ enum TestPKI {
 
     static let intermediateKey = try! PrivateKey.generate(.p256)
     static let intermediate: Certificate = {
-        var spec = CertificateSpec(notBefore: now.addingTimeInterval(-86400), notAfter: now.addingTimeInterval(1800 * 86400))
+        var spec = CertificateSpec(
+            notBefore: now.addingTimeInterval(-86400), notAfter: now.addingTimeInterval(1800 * 86400))
         spec.commonName = "ats-proxy Test Intermediate"
         spec.isCA = true
         spec.keyUsage = ["keyCertSign", "cRLSign"]
@@ -36,7 +38,8 @@ enum TestPKI {
     /// A root nobody trusts, with its own intermediate.
     static let otherRootKey = try! PrivateKey.generate(.p256)
     static let otherRoot: Certificate = {
-        var spec = CertificateSpec(notBefore: now.addingTimeInterval(-86400), notAfter: now.addingTimeInterval(3650 * 86400))
+        var spec = CertificateSpec(
+            notBefore: now.addingTimeInterval(-86400), notAfter: now.addingTimeInterval(3650 * 86400))
         spec.commonName = "Unknown Test Root"
         spec.isCA = true
         spec.keyUsage = ["keyCertSign", "cRLSign"]
@@ -53,7 +56,8 @@ enum TestPKI {
 
     /// A compliant leaf spec for `host`: SAN, EKU serverAuth, 397 days, SHA-256.
     static func leafSpec(_ name: String = host) -> CertificateSpec {
-        var spec = CertificateSpec(notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(396 * 86400))
+        var spec = CertificateSpec(
+            notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(396 * 86400))
         spec.commonName = name
         spec.dnsNames = [name]
         return spec
@@ -132,7 +136,9 @@ struct TestCTLog {
         let timestamp = UInt64((Date().timeIntervalSince1970 - 60) * 1000)
         for log in logs {
             var signed: [UInt8] = [0, 0]
-            for shift in stride(from: 56, through: 0, by: -8) { signed.append(UInt8((timestamp >> UInt64(shift)) & 0xff)) }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                signed.append(UInt8((timestamp >> UInt64(shift)) & 0xff))
+            }
             signed += [0, 1] + issuerKeyHash
             signed += [UInt8((tbs.count >> 16) & 0xff), UInt8((tbs.count >> 8) & 0xff), UInt8(tbs.count & 0xff)] + tbs
             signed += [0, 0]
