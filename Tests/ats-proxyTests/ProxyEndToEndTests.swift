@@ -1,0 +1,278 @@
+import Foundation
+import Testing
+
+/// One proxy in front of a TLS origin (`api.example.test`, trusted through `--upstream-ca`) and a
+/// plain origin reachable as `legacy.example.test` (cleartext exception) and
+/// `plain.example.test` (no exception: ATS blocks it; on the TLS origin's port it reaches the TLS
+/// origin, whose leaf also names it, for `--cleartext upgrade`).
+struct ProxyStack {
+    let directory: TemporaryDirectory
+    let pki: TestPKI
+    let tlsOrigin: Origin
+    let plainOrigin: Origin
+    let proxy: ProxyProcess
+    /// Origins added by the test, by the host name the proxy resolves to them.
+    let extras: [String: Origin]
+
+    /// - Parameters:
+    ///   - extraATS: more NSExceptionDomains entries.
+    ///   - outerATS: more NSAppTransportSecurity keys (e.g. NSPinnedDomains).
+    ///   - extraOrigins: origins the test starts (with this stack's directory and PKI), by host.
+    init(
+        extraATS: String = "", outerATS: String = "", arguments: [String] = [],
+        extraOrigins: (TemporaryDirectory, TestPKI) throws -> [(host: String, origin: Origin)] = { _, _ in [] }
+    ) throws {
+        directory = try TemporaryDirectory("stack")
+        pki = try TestPKI(name: "origin-ca", directory: directory)
+        let leaf = try pki.leaf(["api.example.test", "plain.example.test"], file: "api")
+        tlsOrigin = try Origin(name: "tls-origin", directory: directory, tls: leaf)
+        plainOrigin = try Origin(name: "plain-origin", directory: directory)
+        let added = try extraOrigins(directory, pki)
+        extras = Dictionary(added.map { ($0.host, $0.origin) }, uniquingKeysWith: { first, _ in first })
+        let plist = infoPlist(
+            "<key>NSExceptionDomains</key><dict>\(cleartextException("legacy.example.test"))\(extraATS)</dict>"
+                + outerATS)
+        proxy = try ProxyProcess(
+            plist: plist,
+            resolve: [
+                ("api.example.test", tlsOrigin.port), ("legacy.example.test", plainOrigin.port),
+                ("plain.example.test", plainOrigin.port), ("plain.example.test", tlsOrigin.port),
+            ] + added.map { ($0.host, $0.origin.port) }, upstreamCAs: [pki.caPath], arguments: arguments)
+    }
+
+    func url(_ host: String, _ path: String = "/hello", scheme: String = "https") -> String {
+        "\(scheme)://\(host):\(extras[host]?.port ?? 0)\(path)"
+    }
+
+    var api: String { "https://api.example.test:\(tlsOrigin.port)" }
+    var legacy: String { "http://legacy.example.test:\(plainOrigin.port)" }
+    var plain: String { "http://plain.example.test:\(plainOrigin.port)" }
+
+    func curl(
+        _ url: String, _ arguments: [String] = [], writeOut: String = "%{http_code}", timeout: Double = 30
+    ) throws -> CurlResult {
+        try Curl.fetch(
+            url, proxy: proxy, cacert: proxy.caPath, arguments: arguments, writeOut: writeOut, timeout: timeout,
+            directory: directory)
+    }
+}
+
+/// Statuses, headers and bodies through the proxy with curl and Python's http.client.
+@Suite(.serialized) struct ProxyEndToEndHTTPTests {
+    @Test func interceptedHTTPSStatusesHeadersAndBodies() throws {
+        let stack = try ProxyStack()
+        let hello = try stack.curl("\(stack.api)/hello")
+        #expect(hello.exitCode == 0, "\(hello.stderr)")
+        #expect(hello.httpCode == 200)
+        #expect(hello.bodyText == "hello from tls-origin\n")
+        #expect(hello.headers["x-origin"] == "tls-origin")
+        #expect(hello.headers["content-length"] == "22")
+
+        let notFound = try stack.curl("\(stack.api)/status/404")
+        #expect(notFound.httpCode == 404)
+        #expect(notFound.headers["x-custom"] == "value")
+        #expect(notFound.bodyText == "status 404\n")
+        #expect(notFound.headers["x-ats-error"] == nil)
+
+        // The origin has no PUT handler: its own 501 passes through.
+        let put = try stack.curl("\(stack.api)/status/201", ["-X", "PUT", "--data", "x"])
+        #expect(put.httpCode == 501)
+        #expect(put.headers["x-ats-error"] == nil)
+
+        let noContent = try stack.curl("\(stack.api)/status/204")
+        #expect(noContent.httpCode == 204)
+        #expect(noContent.body.isEmpty)
+        #expect(noContent.headers["x-custom"] == "value")
+
+        let head = try stack.curl("\(stack.api)/hello", ["-I"])
+        #expect(head.httpCode == 200)
+        #expect(head.headers["content-length"] == "22")
+        #expect(head.body.isEmpty || head.bodyText.hasPrefix("HTTP/1.1 200"))
+
+        // The origin saw the intercepted requests with the right Host.
+        let requests = stack.tlsOrigin.requests
+        #expect(requests.contains("GET /hello Host=api.example.test:\(stack.tlsOrigin.port)"), "\(requests)")
+        #expect(requests.contains("GET /status/404 Host=api.example.test:\(stack.tlsOrigin.port)"))
+    }
+
+    @Test func allowedCleartextIsForwardedWithAbsoluteFormRewritten() throws {
+        let stack = try ProxyStack()
+        let result = try stack.curl("\(stack.legacy)/hello?x=1")
+        #expect(result.httpCode == 200)
+        #expect(result.bodyText == "hello from plain-origin\n")
+        #expect(stack.plainOrigin.requests == ["GET /hello?x=1 Host=legacy.example.test:\(stack.plainOrigin.port)"])
+    }
+
+    @Test func hopByHopHeadersAreRemovedEndToEndHeadersKept() throws {
+        let stack = try ProxyStack()
+        let result = try stack.curl(
+            "\(stack.api)/headers",
+            [
+                "-H", "Connection: keep-alive, X-Hop", "-H", "X-Hop: secret", "-H", "Keep-Alive: timeout=5",
+                "-H", "TE: trailers", "-H", "Proxy-Authorization: Basic Zm9vOmJhcg==", "-H",
+                "Proxy-Connection: keep-alive", "-H", "X-End-To-End: kept", "-H", "Authorization: Bearer abc",
+            ])
+        #expect(result.httpCode == 200, "\(result.stderr)")
+        let pairs = (try JSONSerialization.jsonObject(with: result.body) as? [[String]]) ?? []
+        let names = Set(pairs.map { $0[0].lowercased() })
+        for hop in ["connection", "x-hop", "keep-alive", "te", "proxy-authorization", "proxy-connection"] {
+            #expect(!names.contains(hop), "\(hop) reached the origin: \(pairs)")
+        }
+        #expect(pairs.contains(["X-End-To-End", "kept"]))
+        #expect(pairs.contains(["Authorization", "Bearer abc"]))
+        #expect(pairs.contains(["Host", "api.example.test:\(stack.tlsOrigin.port)"]))
+    }
+
+    @Test func download20MiBIsChecksummed() throws {
+        let stack = try ProxyStack()
+        let size = 20 << 20
+        let result = try stack.curl("\(stack.api)/bytes?n=\(size)", timeout: 60)
+        #expect(result.exitCode == 0, "\(result.stderr)")
+        #expect(result.httpCode == 200)
+        #expect(result.body.count == size)
+        let expected = try #require(result.headers["x-body-sha256"])
+        #expect(try E2E.sha256Hex(ofFile: result.bodyPath) == expected)
+    }
+
+    @Test func upload5MiBIsEchoedAndChecksummed() throws {
+        let stack = try ProxyStack()
+        let upload = stack.directory.file("upload.bin")
+        var bytes = [UInt8](repeating: 0, count: 5 << 20)
+        for index in bytes.indices { bytes[index] = UInt8(truncatingIfNeeded: index &* 31 &+ index >> 13) }
+        try Data(bytes).write(to: URL(fileURLWithPath: upload))
+        let uploadHash = try E2E.sha256Hex(ofFile: upload)
+        // curl sends Expect: 100-continue for a body this large: the proxy must relay the 100 (or
+        // let curl proceed) and stream the body.
+        let result = try stack.curl(
+            "\(stack.api)/echo", ["--data-binary", "@\(upload)", "-H", "Content-Type: application/octet-stream"],
+            timeout: 60)
+        #expect(result.exitCode == 0, "\(result.stderr)")
+        #expect(result.httpCode == 200)
+        #expect(result.headers["x-request-length"] == "\(5 << 20)")
+        #expect(result.headers["x-request-sha256"] == uploadHash)
+        #expect(result.headers["x-request-chunked"] == "no")
+        #expect(try E2E.sha256Hex(ofFile: result.bodyPath) == uploadHash)
+    }
+
+    @Test func chunkedBodiesInBothDirections() throws {
+        let stack = try ProxyStack()
+        let upload = stack.directory.file("chunked-upload.bin")
+        let bytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
+        try Data(bytes).write(to: URL(fileURLWithPath: upload))
+        let uploadHash = try E2E.sha256Hex(ofFile: upload)
+        let echoed = try stack.curl(
+            "\(stack.api)/echo?chunked=1",
+            ["--data-binary", "@\(upload)", "-H", "Transfer-Encoding: chunked", "-H", "Expect:"], timeout: 60)
+        #expect(echoed.exitCode == 0, "\(echoed.stderr)")
+        #expect(echoed.httpCode == 200)
+        #expect(echoed.headers["x-request-chunked"] == "yes")
+        #expect(echoed.headers["x-request-sha256"] == uploadHash)
+        #expect(echoed.headers["transfer-encoding"] == "chunked")
+        #expect(try E2E.sha256Hex(ofFile: echoed.bodyPath) == uploadHash)
+
+        let size = 3_000_017
+        let download = try stack.curl("\(stack.api)/chunked?n=\(size)", ["--raw"], timeout: 60)
+        #expect(download.httpCode == 200)
+        #expect(download.headers["transfer-encoding"] == "chunked")
+        let decoded = try stack.curl("\(stack.api)/chunked?n=\(size)", timeout: 60)
+        #expect(decoded.body.count == size)
+        #expect(try E2E.sha256Hex(ofFile: decoded.bodyPath) == decoded.headers["x-body-sha256"])
+        #expect(download.body.count > size, "the raw chunked framing reaches the client")
+
+        // Cleartext chunked through an allowed http:// host too.
+        let plain = try stack.curl("\(stack.legacy)/chunked?n=100000")
+        #expect(plain.body.count == 100_000)
+        #expect(try E2E.sha256Hex(ofFile: plain.bodyPath) == plain.headers["x-body-sha256"])
+    }
+
+    @Test func keepAliveServesSeveralRequestsOnOneConnection() throws {
+        let stack = try ProxyStack()
+        // curl: five URLs in one invocation reuse the tunnel (num_connects is 0 after the first).
+        let urls = (1...5).map { "\(stack.api)/status/\(200 + $0)" }
+        let directory = stack.directory
+        var arguments = ["-s", "-S", "--max-time", "30", "-x", "http://\(stack.proxy.address)"]
+        arguments += ["--cacert", stack.proxy.caPath, "-w", "%{http_code} %{num_connects}\\n", "-o", "/dev/null"]
+        for _ in urls.dropFirst() { arguments += ["-o", "/dev/null"] }
+        let result = try E2E.run("/usr/bin/curl", arguments + urls, timeout: 35)
+        _ = directory
+        let lines = result.stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines == ["201 1", "202 0", "203 0", "204 0", "205 0"], "\(result.stderrText)")
+
+        // Python http.client: a CONNECT tunnel, then several requests on it, including a POST.
+        let script = """
+            import http.client, ssl, sys, json
+            ctx = ssl.create_default_context(cafile=sys.argv[2])
+            c = http.client.HTTPSConnection("127.0.0.1", int(sys.argv[1]), context=ctx, timeout=10)
+            c.set_tunnel("api.example.test", int(sys.argv[3]))
+            out = []
+            for i in range(4):
+                if i == 2:
+                    c.request("POST", "/echo", body=b"x" * 1000)
+                else:
+                    c.request("GET", "/hello")
+                r = c.getresponse()
+                body = r.read()
+                out.append([r.status, len(body), r.getheader("X-Conn")])
+            print(json.dumps(out))
+            """
+        let python = try E2E.run(
+            "/usr/bin/python3",
+            ["-c", script, "\(stack.proxy.port)", stack.proxy.caPath, "\(stack.tlsOrigin.port)"], timeout: 30)
+        #expect(python.status == 0, "\(python.stderrText)")
+        let rows = (try? JSONSerialization.jsonObject(with: python.stdout) as? [[Any]]) ?? []
+        #expect(rows.count == 4)
+        #expect(rows.map { $0[0] as? Int } == [200, 200, 200, 200])
+        #expect(rows.map { $0[1] as? Int } == [22, 22, 1000, 22])
+        // The upstream connection is reused for the same (host, port, decision).
+        let connections = Set(rows.compactMap { $0[2] as? String })
+        #expect(connections.count == 1, "upstream connections used: \(connections)")
+
+        // Absolute-form cleartext keep-alive through Python urllib's proxy handler semantics.
+        let plainScript = """
+            import http.client, sys
+            c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+            url = sys.argv[2]
+            statuses = []
+            for i in range(3):
+                c.request("GET", url + "/hello")
+                r = c.getresponse()
+                statuses.append((r.status, r.read().decode()))
+            print(statuses)
+            """
+        let plain = try E2E.run(
+            "/usr/bin/python3", ["-c", plainScript, "\(stack.proxy.port)", stack.legacy], timeout: 30)
+        #expect(
+            plain.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+                == Array(
+                    repeating: "(200, 'hello from plain-origin\\n')", count: 3
+                ).joined(separator: ", ").wrappedInBrackets, "\(plain.stderrText)")
+    }
+
+    @Test func urllibThroughTheProxy() throws {
+        let stack = try ProxyStack()
+        let script = """
+            import urllib.request, ssl, sys
+            proxy = "http://127.0.0.1:" + sys.argv[1]
+            ctx = ssl.create_default_context(cafile=sys.argv[2])
+            opener = urllib.request.build_opener(
+                urllib.request.ProxyHandler({"http": proxy, "https": proxy}),
+                urllib.request.HTTPSHandler(context=ctx))
+            print(opener.open(sys.argv[3] + "/hello", timeout=10).read().decode(), end="")
+            print(opener.open(sys.argv[4] + "/hello", timeout=10).read().decode(), end="")
+            try:
+                opener.open(sys.argv[5] + "/hello", timeout=10)
+            except urllib.error.HTTPError as e:
+                print(e.code, e.headers["X-ATS-Error"])
+            """
+        let result = try E2E.run(
+            "/usr/bin/python3",
+            ["-c", script, "\(stack.proxy.port)", stack.proxy.caPath, stack.api, stack.legacy, stack.plain],
+            timeout: 30)
+        #expect(
+            result.stdoutText == "hello from tls-origin\nhello from plain-origin\n403 -1022\n", "\(result.stderrText)")
+    }
+}
+
+extension String {
+    fileprivate var wrappedInBrackets: String { "[\(self)]" }
+}

@@ -1,0 +1,500 @@
+import ATSTLS
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Everything the end-to-end tests need to run real processes: temp directories, child processes
+/// bounded by timeouts and killed by PID, certificates minted in-process, Python origin servers,
+/// the proxy itself, curl and raw sockets.
+enum E2E {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Fixtures")
+
+    static func fixture(_ name: String) -> String { fixtures.appendingPathComponent(name).path }
+
+    /// A clean environment for children: no proxy variables leaking in from the machine.
+    static let environment: [String: String] = {
+        var environment: [String: String] = [:]
+        let inherited = ProcessInfo.processInfo.environment
+        for key in ["PATH", "HOME", "LANG", "TMPDIR"] { environment[key] = inherited[key] }
+        environment["PATH"] = environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        environment["PYTHONDONTWRITEBYTECODE"] = "1"
+        return environment
+    }()
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// A port nothing listens on right now (bound to port 0, then released).
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure("socket: \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else { throw Failure("bind: \(errno)") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Polls `condition` every 20 ms until it returns a value or `timeout` passes.
+    static func poll<T>(timeout: Double, _ condition: () throws -> T?) rethrows -> T? {
+        let deadline = Date().addingTimeInterval(timeout)
+        repeat {
+            if let value = try condition() { return value }
+            usleep(20_000)
+        } while Date() < deadline
+        return try condition()
+    }
+
+    static func sha256Hex(ofFile path: String) throws -> String {
+        let result = try run("/usr/bin/sha256sum", [path], timeout: 30)
+        guard result.status == 0, let hex = result.stdoutText.split(separator: " ").first else {
+            throw Failure("sha256sum \(path): \(result.stderrText)")
+        }
+        return String(hex)
+    }
+
+    /// Raises this process's soft RLIMIT_NOFILE to its hard limit (children inherit it).
+    static func raiseFileLimit(to wanted: rlim_t) -> rlim_t {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        if limit.rlim_cur < wanted {
+            limit.rlim_cur = min(wanted, limit.rlim_max)
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        return limit.rlim_cur
+    }
+
+    // MARK: - Processes
+
+    struct RunResult {
+        let status: Int32
+        let timedOut: Bool
+        let stdout: Data
+        let stderr: Data
+        var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+        var stderrText: String { String(decoding: stderr, as: UTF8.self) }
+    }
+
+    /// Runs a command to completion, killing it after `timeout` seconds.
+    static func run(_ executable: String, _ arguments: [String], timeout: Double) throws -> RunResult {
+        let directory = try TemporaryDirectory("run")
+        let child = try Child(executable: executable, arguments: arguments, directory: directory)
+        defer { child.stop() }
+        let finished = child.wait(timeout: timeout)
+        if !finished { child.stop() }
+        return RunResult(
+            status: finished ? child.process.terminationStatus : -1, timedOut: !finished,
+            stdout: child.stdoutData, stderr: child.stderrData)
+    }
+}
+
+/// A directory under the system temp dir, removed when released.
+final class TemporaryDirectory: @unchecked Sendable {
+    let url: URL
+    var path: String { url.path }
+
+    init(_ label: String) throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ats-e2e-\(label)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func file(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    func write(_ name: String, _ text: String) throws -> String {
+        let path = file(name)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// A child process with stdout and stderr captured in files; `stop()` kills it by PID.
+final class Child: @unchecked Sendable {
+    let process = Process()
+    let stdoutPath: String
+    let stderrPath: String
+
+    init(executable: String, arguments: [String], directory: TemporaryDirectory, label: String = "child") throws {
+        stdoutPath = directory.file("\(label)-\(UUID().uuidString.prefix(6)).out")
+        stderrPath = directory.file("\(label)-\(UUID().uuidString.prefix(6)).err")
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = E2E.environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var stdoutData: Data { FileManager.default.contents(atPath: stdoutPath) ?? Data() }
+    var stderrData: Data { FileManager.default.contents(atPath: stderrPath) ?? Data() }
+    var stdoutText: String { String(decoding: stdoutData, as: UTF8.self) }
+    var stderrText: String { String(decoding: stderrData, as: UTF8.self) }
+
+    /// Waits up to `timeout` seconds for the process to exit; true when it did.
+    func wait(timeout: Double) -> Bool {
+        E2E.poll(timeout: timeout) { process.isRunning ? nil : true } ?? false
+    }
+
+    func signal(_ signal: Int32) {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+    }
+
+    /// Kills the process (SIGKILL by PID) and reaps it.
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            _ = wait(timeout: 5)
+        }
+    }
+
+    deinit { stop() }
+}
+
+// MARK: - Certificates
+
+/// A test PKI minted in-process with ATSTLS: a CA and leaves it signs, as PEM files in a temp dir.
+struct TestPKI {
+    let authority: CertificateAuthority
+    let caPath: String
+    let directory: TemporaryDirectory
+
+    init(name: String, directory: TemporaryDirectory) throws {
+        self.directory = directory
+        authority = try CertificateAuthority.generate(hostName: name)
+        caPath = directory.file("\(name)-ca.pem")
+        try Data(try authority.certificate.pemBytes()).write(to: URL(fileURLWithPath: caPath))
+    }
+
+    struct Leaf {
+        let certificatePath: String
+        let keyPath: String
+        let certificate: Certificate
+        /// Base64 SHA-256 of the SubjectPublicKeyInfo (NSPinnedLeafIdentities' SPKI-SHA256-BASE64).
+        var spkiBase64: String { certificate.spkiSHA256.base64EncodedString() }
+    }
+
+    func leaf(_ names: [String], file: String) throws -> Leaf {
+        let key = try PrivateKey.generate(.p256)
+        let now = Date()
+        var spec = CertificateSpec(
+            notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(200 * 86400))
+        spec.commonName = names.first
+        spec.dnsNames = names
+        spec.ipAddresses = []
+        let certificate = try CertificateMinter.mint(
+            spec, subjectKey: key, issuer: authority.certificate, issuerKey: authority.privateKey)
+        let certificatePath = directory.file("\(file).pem")
+        let keyPath = directory.file("\(file)-key.pem")
+        try Data(try certificate.pemBytes()).write(to: URL(fileURLWithPath: certificatePath))
+        try Data(try key.pemBytes()).write(to: URL(fileURLWithPath: keyPath))
+        return Leaf(certificatePath: certificatePath, keyPath: keyPath, certificate: certificate)
+    }
+}
+
+// MARK: - Origin servers
+
+/// `Fixtures/origin.py`: plain or TLS origin on 127.0.0.1, logging every request it receives.
+final class Origin: @unchecked Sendable {
+    let name: String
+    let port: Int
+    let logPath: String
+    let child: Child
+
+    init(
+        name: String, directory: TemporaryDirectory, tls leaf: TestPKI.Leaf? = nil, tlsVersion: String = "any",
+        port: Int = 0
+    ) throws {
+        self.name = name
+        logPath = directory.file("\(name)-requests-\(UUID().uuidString.prefix(6)).log")
+        var arguments = [E2E.fixture("origin.py"), "--name", name, "--log", logPath, "--port", "\(port)"]
+        if let leaf {
+            arguments += ["--cert", leaf.certificatePath, "--key", leaf.keyPath, "--tls-version", tlsVersion]
+        }
+        child = try Child(executable: "/usr/bin/python3", arguments: arguments, directory: directory, label: name)
+        let ready = E2E.poll(timeout: 10) { [child] () -> Int? in
+            let text = child.stdoutText
+            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("READY ") }) else { return nil }
+            return Int(line.dropFirst(6))
+        }
+        guard let ready else {
+            child.stop()
+            throw E2E.Failure("origin \(name) did not start: \(child.stderrText)")
+        }
+        self.port = ready
+    }
+
+    /// Request lines received so far (`METHOD PATH Host=…`), and `TLS-FAILED …` lines.
+    var requests: [String] {
+        String(decoding: FileManager.default.contents(atPath: logPath) ?? Data(), as: UTF8.self)
+            .split(separator: "\n").map(String.init)
+    }
+
+    func stop() { child.stop() }
+    deinit { child.stop() }
+}
+
+// MARK: - The proxy
+
+/// The built `ats-proxy` binary, run with its own CA dir, log file and listen port.
+final class ProxyProcess: @unchecked Sendable {
+    let port: Int
+    let caPath: String
+    let logPath: String
+    let configPath: String
+    let child: Child
+    let directory: TemporaryDirectory
+    var address: String { "127.0.0.1:\(port)" }
+
+    /// - Parameters:
+    ///   - plist: the Info.plist text (XML).
+    ///   - resolve: `--resolve` entries (`host:port:127.0.0.1` is added for each host/port).
+    ///   - logToFile: log to `--log-file` (true) or leave the log on stderr.
+    init(
+        plist: String, resolve: [(String, Int)] = [], upstreamCAs: [String] = [], arguments extra: [String] = [],
+        logToFile: Bool = true, port fixedPort: Int? = nil
+    ) throws {
+        directory = try TemporaryDirectory("proxy")
+        configPath = try directory.write("Info.plist", plist)
+        logPath = directory.file("proxy.log")
+        caPath = directory.file("ca/ats-proxy-ca.pem")
+        var lastError = ""
+        for _ in 0..<3 {
+            let port = try fixedPort ?? E2E.freePort()
+            var arguments = [
+                "--config", configPath, "--listen", "127.0.0.1:\(port)", "--ca-dir", directory.file("ca"),
+                "--loops", "2",
+            ]
+            for (host, hostPort) in resolve { arguments += ["--resolve", "\(host):\(hostPort):127.0.0.1"] }
+            for file in upstreamCAs { arguments += ["--upstream-ca", file] }
+            if logToFile { arguments += ["--log-file", logPath] }
+            arguments += extra
+            let child = try Child(
+                executable: CLITests.binary.path, arguments: arguments, directory: directory, label: "proxy")
+            let started = E2E.poll(timeout: 15) { () -> Bool? in
+                if !child.process.isRunning { return false }
+                return child.stderrText.contains("listening on") ? true : nil
+            }
+            if started == true {
+                self.port = port
+                self.child = child
+                return
+            }
+            lastError = child.stderrText
+            child.stop()
+            if fixedPort != nil { break }
+        }
+        throw E2E.Failure("ats-proxy did not start: \(lastError)")
+    }
+
+    var isRunning: Bool { child.process.isRunning }
+
+    var log: String {
+        let file = String(decoding: FileManager.default.contents(atPath: logPath) ?? Data(), as: UTF8.self)
+        return file + child.stderrText
+    }
+
+    /// Waits until the log contains `text` (log writes are asynchronous); returns the whole log.
+    @discardableResult
+    func waitForLog(_ text: String, timeout: Double = 5) -> String {
+        E2E.poll(timeout: timeout) { () -> String? in
+            let log = self.log
+            return log.contains(text) ? log : nil
+        } ?? log
+    }
+
+    func stop() { child.stop() }
+    deinit { child.stop() }
+}
+
+/// Info.plist text around an NSAppTransportSecurity dictionary body.
+func infoPlist(_ ats: String, executable: String = "E2EApp") -> String {
+    """
+    <?xml version="1.0" encoding="UTF-8"?>
+    <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+    <plist version="1.0">
+    <dict>
+    <key>CFBundleExecutable</key><string>\(executable)</string>
+    <key>NSAppTransportSecurity</key>
+    <dict>\(ats)</dict>
+    </dict>
+    </plist>
+    """
+}
+
+/// An NSExceptionDomains entry allowing cleartext for `host`.
+func cleartextException(_ host: String) -> String {
+    "<key>\(host)</key><dict><key>NSExceptionAllowsInsecureHTTPLoads</key><true/></dict>"
+}
+
+// MARK: - curl
+
+struct CurlResult {
+    let exitCode: Int32
+    let httpCode: Int
+    /// Header fields of the final response (lower-cased names; last value wins).
+    let headers: [String: String]
+    /// Status line of the final response.
+    let statusLine: String
+    let body: Data
+    let bodyPath: String
+    let stderr: String
+    let writeOut: String
+    var bodyText: String { String(decoding: body, as: UTF8.self) }
+}
+
+enum Curl {
+    /// Runs curl through the proxy. `cacert` is the CA curl trusts for https:// URLs (the proxy's
+    /// CA when intercepted, the origin's CA for passthrough).
+    static func fetch(
+        _ url: String, proxy: ProxyProcess?, cacert: String? = nil, arguments extra: [String] = [],
+        writeOut: String = "%{http_code}", timeout: Double = 30, directory: TemporaryDirectory? = nil
+    ) throws -> CurlResult {
+        let directory = try directory ?? TemporaryDirectory("curl")
+        let headersPath = directory.file("headers-\(UUID().uuidString.prefix(6))")
+        let bodyPath = directory.file("body-\(UUID().uuidString.prefix(6))")
+        var arguments = ["-s", "-S", "-D", headersPath, "-o", bodyPath, "--max-time", "\(Int(timeout))"]
+        arguments += ["-w", writeOut]
+        if let proxy { arguments += ["-x", "http://\(proxy.address)"] }
+        if let cacert { arguments += ["--cacert", cacert] }
+        arguments += extra + [url]
+        let result = try E2E.run("/usr/bin/curl", arguments, timeout: timeout + 5)
+        let headerText = String(
+            decoding: FileManager.default.contents(atPath: headersPath) ?? Data(), as: UTF8.self)
+        let blocks = headerText.components(separatedBy: "\r\n\r\n").filter { !$0.isEmpty }
+        let last = blocks.last ?? ""
+        var headers: [String: String] = [:]
+        let lines = last.components(separatedBy: "\r\n")
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
+        }
+        let body = FileManager.default.contents(atPath: bodyPath) ?? Data()
+        let writeOutText = result.stdoutText
+        return CurlResult(
+            exitCode: result.status, httpCode: Int(writeOutText.prefix(3)) ?? 0, headers: headers,
+            statusLine: lines.first ?? "", body: body, bodyPath: bodyPath, stderr: result.stderrText,
+            writeOut: writeOutText)
+    }
+}
+
+// MARK: - Raw sockets
+
+/// A blocking TCP client for hand-written (and hostile) requests.
+final class RawClient {
+    let fd: Int32
+
+    init(port: Int, timeout: Double = 10) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw E2E.Failure("socket: \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw E2E.Failure("connect to \(port): errno \(errno)")
+        }
+        setTimeout(timeout)
+    }
+
+    func setTimeout(_ seconds: Double) {
+        var value = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1_000_000))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            if sent <= 0 { return }
+            offset += sent
+        }
+    }
+
+    /// Reads until the peer closes (`closed` true) or nothing arrives within the timeout.
+    func readToEnd(limit: Int = 1 << 24) -> (bytes: [UInt8], closed: Bool) {
+        var result: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while result.count < limit {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count == 0 { return (result, true) }
+            if count < 0 { return (result, errno == ECONNRESET) }
+            result += buffer[0..<count]
+        }
+        return (result, false)
+    }
+
+    /// Reads one response: the head, then a Content-Length body (no chunked support).
+    func readResponse() -> (head: String, body: [UInt8])? {
+        var data: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let separator: [UInt8] = Array("\r\n\r\n".utf8)
+        while true {
+            if let range = data.firstRange(of: separator) {
+                let head = String(decoding: data[..<range.lowerBound], as: UTF8.self)
+                var body = Array(data[range.upperBound...])
+                let length =
+                    head.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+                while body.count < length {
+                    let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                    if count <= 0 { return (head, body) }
+                    body += buffer[0..<count]
+                }
+                return (head, body)
+            }
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { return nil }
+            data += buffer[0..<count]
+        }
+    }
+
+    deinit { close(fd) }
+}
+
+extension String {
+    /// The value of header `name` in a response head (case-insensitive), or nil.
+    func headerValue(_ name: String) -> String? {
+        for line in components(separatedBy: "\r\n").dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            if line[..<colon].lowercased() == name.lowercased() {
+                return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            }
+        }
+        return nil
+    }
+}
