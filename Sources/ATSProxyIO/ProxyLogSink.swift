@@ -45,9 +45,52 @@ public final class ProxyLogSink: @unchecked Sendable {
         }
     }
 
+    private var statusProvider: (@Sendable () -> String)?
+    private var statusTimer: (any DispatchSourceTimer)?
+    private var statusShown = ""
+
+    /// Shows a one-line live status on standard error (a terminal), redrawn at most four times a
+    /// second and kept below the log lines. Call once; only when stderr is a TTY.
+    public func enableStatusLine(_ provider: @escaping @Sendable () -> String) {
+        queue.async { [self] in
+            statusProvider = provider
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
+            timer.setEventHandler { [self] in drawStatus(force: false) }
+            timer.resume()
+            statusTimer = timer
+        }
+    }
+
+    private func clearStatus() {
+        guard !statusShown.isEmpty else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+        statusShown = ""
+    }
+
+    private func drawStatus(force: Bool) {
+        guard let statusProvider else { return }
+        let line = statusProvider()
+        guard force || line != statusShown else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[2K\(line)".utf8))
+        statusShown = line
+    }
+
+    /// Removes the status line (at exit).
+    public func stopStatusLine() {
+        queue.sync {
+            statusTimer?.cancel()
+            statusTimer = nil
+            clearStatus()
+            statusProvider = nil
+        }
+    }
+
     /// Formats and writes one record asynchronously.
     public func log(_ record: RequestRecord) {
         queue.async { [self] in
+            clearStatus()
+            defer { drawStatus(force: true) }
             let text: String
             switch format {
             case .json:

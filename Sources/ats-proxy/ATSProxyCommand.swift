@@ -15,7 +15,8 @@ struct ATSProxyCommand: ParsableCommand {
             """,
         version: ATSProxyVersion.text,
         subcommands: [
-            RunCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self, DiagnoseCommand.self,
+            RunCommand.self, ExecCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self,
+            DiagnoseCommand.self,
         ],
         defaultSubcommand: RunCommand.self
     )

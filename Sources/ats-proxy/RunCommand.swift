@@ -5,18 +5,8 @@ import ATSTLS
 import ArgumentParser
 import Foundation
 
-/// `ats-proxy [run] --config Info.plist`: the proxy itself. Listens (loopback by default),
-/// decides every request with the app's ATS policy, intercepts HTTPS with minted leaves, and logs
-/// CFNetwork-style diagnostics. SIGINT/SIGTERM drain and exit; SIGHUP reloads the Info.plist.
-struct RunCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "run",
-        abstract: "Run the proxy (the default command).",
-        discussion: """
-            Point a client at it, e.g.:
-              curl -x http://127.0.0.1:8080 --cacert certs/ats-proxy-ca.pem https://example.com/
-            """)
-
+/// Every option of a running proxy, shared by `run` and `exec`, and the code that starts one.
+struct ProxyOptions: ParsableArguments {
     @OptionGroup var policy: PolicyOptions
 
     @Option(name: .long, help: "Address to listen on, HOST:PORT or [IPv6]:PORT (repeatable).")
@@ -94,6 +84,9 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Event loops (default: one per core).")
     var loops: Int?
 
+    @Flag(name: .long, help: "No live status line on a terminal.")
+    var quiet = false
+
     @Option(name: .long, help: "Seconds in-flight requests get to finish on SIGINT/SIGTERM.")
     var gracePeriod: Double = 10
 
@@ -111,80 +104,74 @@ struct RunCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
-        IOSystem.ignoreSIGPIPE()
-        let loaded: LoadedInfoPlist
-        let snapshot: PolicyStore.Snapshot
-        let services: ProxyServices
-        let server: ProxyServer
-        let log: ProxyLogSink
-        let authority: CertificateAuthority
-        let caPath: String
-        let bound: [SocketAddress]
-        do {
-            loaded = try policy.loadSource()
-            snapshot = try makeSnapshot(loaded)
-            log = try ProxyLogSink(
-                format: logFormat, level: DiagnosticsLevel(rawValue: diagnostics) ?? .summary, allowSecrets: logSecrets,
-                path: logFile)
-            (authority, caPath) = try loadAuthority()
-            let leaves = try LeafCertificateCache(authority: authority)
-            let serverTLS = try ServerTLSContext(leaves: leaves, alpn: ServerTLSContext.preferring(["http/1.1"]))
-            let trust = try TrustStore(systemRoots: true, extraAnchorFiles: upstreamCa)
-            let ctLogs = try ctLogList.map { try CTLogStore(file: $0) }
-            let upstreamTLS = UpstreamTLSClient(trust: trust, ctLogs: ctLogs, alpn: ["http/1.1"])
-            var settings = ProxySettings()
-            settings.mode = mode
-            settings.cleartext = cleartext
-            settings.source = source == "auto" ? .auto : .fixed(RequestSource(rawValue: source) ?? .urlsession)
-            settings.passthroughHosts = passthrough
-            settings.passthroughPinnedDomains = !interceptPinned
-            settings.processName = loaded.processName ?? "App"
-            settings.headerTimeout = headerTimeout
-            settings.idleTimeout = idleTimeout
-            settings.upgradePort = upgradePort
-            let addresses = listen.compactMap(ListenAddress.init(parsing:))
-            settings.selfAuthorities = Self.selfAuthorities(addresses)
-            let onboarding = try OnboardingSite(
-                certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses))
-            services = ProxyServices(
-                policy: PolicyStore(snapshot), settings: settings, serverTLS: serverTLS, upstreamTLS: upstreamTLS,
-                processID: Int(getpid()), onboarding: onboarding)
-            var resolverOverrides = ResolverOverrides()
-            for entry in resolve { try resolverOverrides.addResolve(entry) }
-            for file in hostsFile { try resolverOverrides.addHostsFile(path: file) }
-            var configuration = ProxyServer.Configuration(listen: addresses)
-            configuration.maxConnections = maxConnections
-            configuration.connectTimeout = .milliseconds(Int(connectTimeout * 1000))
-            if !allowClients.isEmpty {
-                guard let list = ClientAllowList(parsing: allowClients) else {
-                    throw CLIError.usage("--allow-client needs CIDR blocks such as 192.168.0.0/16")
-                }
-                configuration.allowList = list
-            }
-            let group = EventLoopGroup(loopCount: loops ?? IOSystem.coreCount)
-            server = ProxyServer(
-                services: services, configuration: configuration, group: group,
-                resolver: Resolver(overrides: resolverOverrides), log: log)
-            bound = try server.start()
-        } catch {
-            exitWithError(error)
+    /// Builds and starts a proxy; `listenOverride` replaces `--listen` (exec uses a free port).
+    func launch(
+        listenOverride: [String]? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
+    ) throws -> LaunchedProxy {
+        let stats = SessionStats()
+        let observer: @Sendable (RequestRecord) -> Void = { record in
+            stats.record(record)
+            observer?(record)
         }
-        printBanner(
-            bound: bound, caPath: caPath, loaded: loaded, snapshot: snapshot,
-            authorityCertificate: authority.certificate)
-        installSignals(server: server, services: services, log: log)
-        dispatchMain()
+        IOSystem.ignoreSIGPIPE()
+        let loaded = try policy.loadSource()
+        let snapshot = try makeSnapshot(loaded)
+        let log = try ProxyLogSink(
+            format: logFormat, level: DiagnosticsLevel(rawValue: diagnostics) ?? .summary, allowSecrets: logSecrets,
+            path: logFile, observer: observer)
+        let (authority, caPath) = try loadAuthority()
+        let leaves = try LeafCertificateCache(authority: authority)
+        let serverTLS = try ServerTLSContext(leaves: leaves, alpn: ServerTLSContext.preferring(["http/1.1"]))
+        let trust = try TrustStore(systemRoots: true, extraAnchorFiles: upstreamCa)
+        let ctLogs = try ctLogList.map { try CTLogStore(file: $0) }
+        let upstreamTLS = UpstreamTLSClient(trust: trust, ctLogs: ctLogs, alpn: ["http/1.1"])
+        var settings = ProxySettings()
+        settings.mode = mode
+        settings.cleartext = cleartext
+        settings.source = source == "auto" ? .auto : .fixed(RequestSource(rawValue: source) ?? .urlsession)
+        settings.passthroughHosts = passthrough
+        settings.passthroughPinnedDomains = !interceptPinned
+        settings.processName = loaded.processName ?? "App"
+        settings.headerTimeout = headerTimeout
+        settings.idleTimeout = idleTimeout
+        settings.upgradePort = upgradePort
+        let addresses = (listenOverride ?? listen).compactMap(ListenAddress.init(parsing:))
+        settings.selfAuthorities = Self.selfAuthorities(addresses)
+        let onboarding = try OnboardingSite(
+            certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses))
+        let services = ProxyServices(
+            policy: PolicyStore(snapshot), settings: settings, serverTLS: serverTLS, upstreamTLS: upstreamTLS,
+            processID: Int(getpid()), onboarding: onboarding)
+        var resolverOverrides = ResolverOverrides()
+        for entry in resolve { try resolverOverrides.addResolve(entry) }
+        for file in hostsFile { try resolverOverrides.addHostsFile(path: file) }
+        var configuration = ProxyServer.Configuration(listen: addresses)
+        configuration.maxConnections = maxConnections
+        configuration.connectTimeout = .milliseconds(Int(connectTimeout * 1000))
+        if !allowClients.isEmpty {
+            guard let list = ClientAllowList(parsing: allowClients) else {
+                throw CLIError.usage("--allow-client needs CIDR blocks such as 192.168.0.0/16")
+            }
+            configuration.allowList = list
+        }
+        let group = EventLoopGroup(loopCount: loops ?? IOSystem.coreCount)
+        let server = ProxyServer(
+            services: services, configuration: configuration, group: group,
+            resolver: Resolver(overrides: resolverOverrides), log: log)
+        let bound = try server.start()
+        return LaunchedProxy(
+            server: server, services: services, log: log, bound: bound, caPath: caPath, authority: authority,
+            loaded: loaded, snapshot: snapshot, stats: stats)
     }
 
-    private func makeSnapshot(_ loaded: LoadedInfoPlist) throws -> PolicyStore.Snapshot {
+    func makeSnapshot(_ loaded: LoadedInfoPlist) throws -> PolicyStore.Snapshot {
         let configuration = ATSConfigurationParser(options: policy.parseOptions).parse(loaded.atsValue)
         let evaluator = ATSEvaluator(configuration: configuration, options: try policy.evaluationOptions())
         return PolicyStore.Snapshot(
             evaluator: evaluator, sourceSummary: loaded.summary, processName: loaded.processName)
     }
 
-    private func loadAuthority() throws -> (CertificateAuthority, String) {
+    func loadAuthority() throws -> (CertificateAuthority, String) {
         if let caCert, let caKey {
             return (try CertificateAuthority.load(certificatePath: caCert, keyPath: caKey), caCert)
         }
@@ -223,10 +210,19 @@ struct RunCommand: ParsableCommand {
         return result
     }
 
-    private func printBanner(
-        bound: [SocketAddress], caPath: String, loaded: LoadedInfoPlist, snapshot: PolicyStore.Snapshot,
-        authorityCertificate: Certificate
-    ) {
+    /// The live status line, when stderr is a terminal and --quiet is not given.
+    func startStatusLine(_ launched: LaunchedProxy) {
+        guard !quiet, isatty(STDERR_FILENO) == 1 else { return }
+        let stats = launched.stats
+        launched.log.enableStatusLine { stats.snapshot.line }
+    }
+
+    func printBanner(_ launched: LaunchedProxy) {
+        let bound = launched.bound
+        let caPath = launched.caPath
+        let loaded = launched.loaded
+        let snapshot = launched.snapshot
+        let authorityCertificate = launched.authority.certificate
         var lines: [String] = []
         lines.append("ats-proxy \(ATSProxyVersion.text): enforcing ATS for \(loaded.summary)")
         lines.append(
@@ -259,7 +255,9 @@ struct RunCommand: ParsableCommand {
         FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
     }
 
-    private func installSignals(server: ProxyServer, services: ProxyServices, log: ProxyLogSink) {
+    func installSignals(
+        server: ProxyServer, services: ProxyServices, log: ProxyLogSink, onStopped: (@Sendable () -> Void)? = nil
+    ) {
         let watcher = SignalWatcher()
         let grace = Duration.milliseconds(Int(gracePeriod * 1000))
         let shutdown = GracefulShutdown(
@@ -267,6 +265,7 @@ struct RunCommand: ParsableCommand {
             onFinished: { drained in
                 log.note(drained ? "stopped" : "stopped with connections still open after the grace period")
                 log.flush()
+                onStopped?()
                 Foundation.exit(0)
             })
         let reloadPolicy = policy
@@ -307,5 +306,46 @@ final class SignalRetainer: @unchecked Sendable {
         lock.lock()
         objects.append(contentsOf: items)
         lock.unlock()
+    }
+}
+
+/// A started proxy and what the commands around it need.
+struct LaunchedProxy {
+    let server: ProxyServer
+    let services: ProxyServices
+    let log: ProxyLogSink
+    let bound: [SocketAddress]
+    let caPath: String
+    let authority: CertificateAuthority
+    let loaded: LoadedInfoPlist
+    let snapshot: PolicyStore.Snapshot
+    let stats: SessionStats
+}
+
+/// `ats-proxy [run] --config Info.plist`: the proxy itself. Listens (loopback by default),
+/// decides every request with the app's ATS policy, intercepts HTTPS with minted leaves, and logs
+/// CFNetwork-style diagnostics. SIGINT/SIGTERM drain and exit; SIGHUP reloads the Info.plist.
+struct RunCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the proxy (the default command).",
+        discussion: """
+            Point a client at it, e.g.:
+              curl -x http://127.0.0.1:8080 --cacert certs/ats-proxy-ca.pem https://example.com/
+            """)
+
+    @OptionGroup var options: ProxyOptions
+
+    func run() throws {
+        let launched: LaunchedProxy
+        do {
+            launched = try options.launch()
+        } catch {
+            exitWithError(error)
+        }
+        options.printBanner(launched)
+        options.startStatusLine(launched)
+        options.installSignals(server: launched.server, services: launched.services, log: launched.log)
+        dispatchMain()
     }
 }

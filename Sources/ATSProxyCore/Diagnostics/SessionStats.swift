@@ -1,0 +1,52 @@
+import ATSPolicy
+import Synchronization
+
+/// Running totals of a proxy session: requests, blocked loads, hosts, ATS violations. Fed with
+/// every finished `RequestRecord`; read by the live status line and by `exec` for its exit status.
+/// Thread-safe (a mutex).
+public final class SessionStats: Sendable {
+    /// A consistent copy of the counters.
+    public struct Snapshot: Sendable, Equatable {
+        public var requests = 0
+        /// Answered by the proxy instead of the origin (403 cleartext, 502/504 TLS or connection).
+        public var blocked = 0
+        /// Loads that violate ATS (blocked, failed, or let through in report mode).
+        public var violations = 0
+        public var hosts = 0
+
+        /// `requests 12  blocked 3  hosts 4  violations 3`.
+        public var line: String {
+            "ats-proxy: requests \(requests)  blocked \(blocked)  hosts \(hosts)  violations \(violations)"
+        }
+    }
+
+    private let state = Mutex<(snapshot: Snapshot, hosts: Set<String>)>((Snapshot(), []))
+
+    public init() {}
+
+    /// Counts one finished request.
+    public func record(_ record: RequestRecord) {
+        let host = RequestTarget.hostOf(record.url)
+        state.withLock { state in
+            state.snapshot.requests += 1
+            switch record.result {
+            case .completed: break
+            case .blockedCleartext, .failed:
+                state.snapshot.blocked += 1
+                state.snapshot.violations += 1
+            case .reported:
+                state.snapshot.violations += 1
+            }
+            if state.hosts.insert(host).inserted { state.snapshot.hosts = state.hosts.count }
+        }
+    }
+
+    public var snapshot: Snapshot { state.withLock { $0.snapshot } }
+}
+
+extension RequestTarget {
+    /// The host of an absolute URL, or the URL itself when it cannot be parsed.
+    static func hostOf(_ url: String) -> String {
+        (try? RequestTarget(parsing: url))?.host ?? url
+    }
+}
