@@ -1,0 +1,62 @@
+import Foundation
+
+/// Writes `junit.xml`: one test suite for the session, one test case per host. An ATS violation
+/// is a `<failure>` carrying the codes, the rule and the fix; a failure ATS did not cause (default
+/// trust, DNS, refused connections) is an `<error>`; a host whose loads all passed has neither.
+enum ReportJUnitWriter {
+    static func render(_ document: SessionReportDocument) -> String {
+        let e = PlistFragmentWriter.escape
+        let failures = document.hosts.filter { $0.status == .violation }.count
+        let errors = document.hosts.filter { $0.status == .trustFailure || $0.status == .transportFailure }.count
+        let tests = document.hosts.count
+        var lines: [String] = [#"<?xml version="1.0" encoding="UTF-8"?>"#]
+        lines.append(
+            #"<testsuites name="ats-proxy" tests="\#(tests)" failures="\#(failures)" errors="\#(errors)" time="0">"#)
+        lines.append(
+            #"  <testsuite name="ATS: \#(e(document.source))" tests="\#(tests)" failures="\#(failures)" errors="\#(errors)" skipped="0" time="0" timestamp="\#(e(String(document.generatedAt.prefix(19))))">"#
+        )
+        lines.append("    <properties>")
+        for (name, value) in [
+            ("platform", document.platform), ("source", document.source),
+            ("requests", "\(document.totals.requests)"), ("violations", "\(document.totals.violations)"),
+        ] {
+            lines.append(#"      <property name="\#(e(name))" value="\#(e(value))"/>"#)
+        }
+        lines.append("    </properties>")
+        for host in document.hosts {
+            lines.append(#"    <testcase classname="ats-proxy.hosts" name="\#(e(host.host))" time="0">"#)
+            let bad = host.verdicts.filter { $0.kind != .ok }
+            let summary = bad.map { verdict in
+                var text = "\(verdict.code ?? verdict.result) × \(verdict.count): \(verdict.rule)"
+                if let fix = verdict.fix { text += "\n  fix: \(fix)" }
+                text += "\n  e.g. \(verdict.exampleURL)"
+                return text
+            }.joined(separator: "\n")
+            let codes = Array(Set(bad.compactMap(\.code))).sorted().joined(separator: ", ")
+            switch host.status {
+            case .violation:
+                let message =
+                    "ATS violation (\(codes.isEmpty ? "blocked" : codes)): \(host.failedRule ?? "")"
+                    + (host.fix.map { "; fix: \($0)" } ?? "")
+                lines.append(#"      <failure message="\#(e(message))" type="ATSViolation">\#(e(summary))</failure>"#)
+            case .trustFailure, .transportFailure:
+                let type = host.status == .trustFailure ? "TrustFailure" : "ConnectionFailure"
+                let message = "\(codes.isEmpty ? "failed" : codes): \(host.failedRule ?? "")"
+                lines.append(#"      <error message="\#(e(message))" type="\#(type)">\#(e(summary))</error>"#)
+            case .ok:
+                break
+            }
+            var out =
+                "\(host.requests) request(s): \(host.allowed) allowed, \(host.blocked) blocked, \(host.failed) failed, \(host.reported) reported; schemes \(host.schemes.joined(separator: ", "))"
+            for tls in host.tls {
+                out +=
+                    "\nTLS: \(tls.version ?? "?") \(tls.cipher ?? "?") leaf \(tls.leafKey ?? "?") \(tls.leafSignature ?? "?") chain \(tls.chainLength ?? "?") × \(tls.count)"
+            }
+            lines.append("      <system-out>\(e(out))</system-out>")
+            lines.append("    </testcase>")
+        }
+        lines.append("  </testsuite>")
+        lines.append("</testsuites>")
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

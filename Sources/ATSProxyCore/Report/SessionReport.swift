@@ -1,0 +1,373 @@
+import ATSPolicy
+import Foundation
+import Synchronization
+
+/// Why a report could not be written.
+public struct SessionReportError: Error, Sendable, CustomStringConvertible, Equatable {
+    public let path: String
+    public let reason: String
+
+    public var description: String { "report directory \(path): \(reason)" }
+}
+
+/// Accumulates the finished requests of one proxy session and writes the session report:
+/// `report.json`, `report.html` and `junit.xml` (issue 6, item 3).
+///
+/// Thread-safe: `record` may be called from any thread; the state sits behind a `Mutex`, and the
+/// writers work on a snapshot. Memory is bounded per host (distinct loads, verdicts and TLS
+/// parameter sets are capped), so a long session does not grow without limit.
+///
+/// Usage (CLI): `checkWritable(directory:)` at start, one `SessionReport` per run, `record(_:)`
+/// for every `RequestRecord`, `write(to:)` at exit and on SIGUSR1, `updatePolicy` on SIGHUP.
+public final class SessionReport: Sendable {
+    /// The policy the report compares the traffic with.
+    public struct Policy: Sendable {
+        public var configuration: ATSConfiguration
+        public var options: EvaluationOptions
+        /// One line naming the configuration source.
+        public var sourceSummary: String
+        /// The loaded source, when known: lets `ATSLinter` report ignored keys exactly.
+        public var source: LoadedInfoPlist?
+
+        public init(
+            configuration: ATSConfiguration, options: EvaluationOptions, sourceSummary: String,
+            source: LoadedInfoPlist? = nil
+        ) {
+            self.configuration = configuration
+            self.options = options
+            self.sourceSummary = sourceSummary
+            self.source = source
+        }
+    }
+
+    /// Caps that keep the accumulator bounded.
+    static let maximumLoadsPerHost = 256
+    static let maximumVerdictsPerHost = 32
+    static let maximumTLSSetsPerHost = 16
+    static let maximumHosts = 4096
+
+    private let state: Mutex<State>
+    private let clock: @Sendable () -> Date
+
+    /// A report for `policy`; `clock` stamps the documents.
+    public init(policy: Policy, clock: @escaping @Sendable () -> Date = { Date() }) {
+        state = Mutex(State(policy: policy))
+        self.clock = clock
+    }
+
+    /// A report for a loaded configuration.
+    public convenience init(
+        configuration: ATSConfiguration, options: EvaluationOptions = EvaluationOptions(),
+        sourceSummary: String = LoadedInfoPlist.none.summary, source: LoadedInfoPlist? = nil
+    ) {
+        self.init(
+            policy: Policy(
+                configuration: configuration, options: options, sourceSummary: sourceSummary, source: source))
+    }
+
+    /// A report for the proxy's current policy snapshot.
+    public convenience init(snapshot: PolicyStore.Snapshot, source: LoadedInfoPlist? = nil) {
+        self.init(
+            policy: Policy(
+                configuration: snapshot.evaluator.configuration, options: snapshot.evaluator.options,
+                sourceSummary: snapshot.sourceSummary, source: source))
+    }
+
+    /// Replaces the policy the traffic is compared with (after a reload).
+    public func updatePolicy(_ policy: Policy) {
+        state.withLock { $0.policy = policy }
+    }
+
+    /// Adds one finished request.
+    public func record(_ record: RequestRecord) {
+        state.withLock { $0.add(record) }
+    }
+
+    /// Requests recorded so far.
+    public var requestCount: Int { state.withLock { $0.requests } }
+
+    /// Requests that broke ATS so far (what `ats-proxy exec` turns into exit status 3).
+    public var violationCount: Int { state.withLock { $0.violations } }
+
+    /// The report as a value.
+    public func document() -> SessionReportDocument {
+        let snapshot = state.withLock { $0 }
+        return snapshot.document(generatedAt: clock())
+    }
+
+    /// `report.json`.
+    public func jsonData() throws -> Data { try Self.encode(document()) }
+
+    /// `report.html`.
+    public func html() -> String { ReportHTMLWriter.render(document()) }
+
+    /// `junit.xml`.
+    public func junitXML() -> String { ReportJUnitWriter.render(document()) }
+
+    /// Writes `report.json`, `report.html` and `junit.xml` into `directory` (created if missing),
+    /// each atomically.
+    public func write(to directory: String) throws {
+        try Self.checkWritable(directory: directory)
+        let document = document()
+        let url = URL(fileURLWithPath: directory, isDirectory: true)
+        let files: [(String, Data)] = [
+            ("report.json", try Self.encode(document)),
+            ("report.html", Data(ReportHTMLWriter.render(document).utf8)),
+            ("junit.xml", Data(ReportJUnitWriter.render(document).utf8)),
+        ]
+        for (name, data) in files {
+            do {
+                try data.write(to: url.appendingPathComponent(name), options: .atomic)
+            } catch {
+                throw SessionReportError(path: directory, reason: "cannot write \(name): \(error.localizedDescription)")
+            }
+        }
+    }
+
+    /// Fails now, not at exit, when `directory` cannot hold the report: creates it if missing and
+    /// writes and removes a probe file.
+    public static func checkWritable(directory: String) throws {
+        let manager = FileManager.default
+        guard !directory.isEmpty else { throw SessionReportError(path: directory, reason: "empty path") }
+        var isDirectory: ObjCBool = false
+        if manager.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw SessionReportError(path: directory, reason: "exists and is not a directory")
+            }
+        } else {
+            do {
+                try manager.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw SessionReportError(path: directory, reason: "cannot create it: \(error.localizedDescription)")
+            }
+        }
+        let probe = URL(fileURLWithPath: directory, isDirectory: true).appendingPathComponent(
+            ".ats-proxy-write-check-\(UUID().uuidString)")
+        guard manager.createFile(atPath: probe.path, contents: Data("ok\n".utf8)) else {
+            throw SessionReportError(path: directory, reason: "is not writable")
+        }
+        try? manager.removeItem(at: probe)
+    }
+
+    static func encode(_ document: SessionReportDocument) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        var data = try encoder.encode(document)
+        data.append(0x0A)
+        return data
+    }
+}
+
+// MARK: - Accumulated state
+
+extension SessionReport {
+    /// Everything recorded so far.
+    struct State: Sendable {
+        var policy: Policy
+        var hosts: [String: HostAccumulator] = [:]
+        var requests = 0
+        var violations = 0
+        var droppedHosts = 0
+
+        init(policy: Policy) { self.policy = policy }
+
+        mutating func add(_ record: RequestRecord) {
+            requests += 1
+            let load = ObservedLoad(record: record)
+            if load?.kind == .violation || (load == nil && ObservedLoad.kind(of: record) == .violation) {
+                violations += 1
+            }
+            let host = load?.target.host ?? "(unparsed URL)"
+            guard hosts[host] != nil || hosts.count < SessionReport.maximumHosts else {
+                droppedHosts += 1
+                return
+            }
+            hosts[host, default: HostAccumulator(host: host)].add(record, load: load)
+        }
+
+        func document(generatedAt: Date) -> SessionReportDocument {
+            let options = policy.options
+            let loads = hosts.keys.sorted().flatMap { hosts[$0]!.loadList }
+            var counts: [String: (http: Int, total: Int)] = [:]
+            for (host, accumulator) in hosts { counts[host] = (accumulator.http, accumulator.requests) }
+            let builder = MinimalDictionaryBuilder(loads: loads, options: options, requestCounts: counts)
+            let built = builder.build()
+            var entries = built.entries
+            entries.sort { $0.key < $1.key }
+            var notes = built.notes
+            if droppedHosts > 0 {
+                notes.append(
+                    "\(droppedHosts) requests to hosts beyond the first \(SessionReport.maximumHosts) were counted but not analysed"
+                )
+            }
+            let minimal = MinimalDictionary(
+                plist: PlistFragmentWriter.fragment(entries, allowsLocalNetworking: built.allowsLocalNetworking),
+                allowsLocalNetworking: built.allowsLocalNetworking, entries: entries, unfixable: built.unfixable,
+                mergeRule: MinimalDictionaryBuilder.mergeRule, roundTripVerified: built.roundTripVerified, notes: notes)
+            let comparison = ConfigComparer(
+                configuration: policy.configuration, options: options, source: policy.source, loads: loads,
+                minimal: entries, minimalAllowsLocalNetworking: built.allowsLocalNetworking
+            ).compare()
+            let hostReports = hosts.values.map { $0.report() }.sorted { lhs, rhs in
+                if lhs.status != rhs.status { return lhs.status > rhs.status }
+                if lhs.violations != rhs.violations { return lhs.violations > rhs.violations }
+                let lhsBad = lhs.blocked + lhs.failed + lhs.reported
+                let rhsBad = rhs.blocked + rhs.failed + rhs.reported
+                if lhsBad != rhsBad { return lhsBad > rhsBad }
+                return lhs.host < rhs.host
+            }
+            let formatter = ISO8601DateFormatter()
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            return SessionReportDocument(
+                schemaVersion: SessionReportDocument.currentSchemaVersion, generator: "ats-proxy",
+                generatedAt: formatter.string(from: generatedAt), source: policy.sourceSummary,
+                platform: options.platform.description, options: Self.summary(options),
+                configuration: Self.summary(policy.configuration),
+                totals: Totals(
+                    requests: requests, allowed: hostReports.reduce(0) { $0 + $1.allowed },
+                    blocked: hostReports.reduce(0) { $0 + $1.blocked },
+                    failed: hostReports.reduce(0) { $0 + $1.failed },
+                    reported: hostReports.reduce(0) { $0 + $1.reported }, hosts: hostReports.count,
+                    violations: violations),
+                hosts: hostReports, minimalDictionary: minimal, comparison: comparison)
+        }
+
+        static func summary(_ options: EvaluationOptions) -> OptionsSummary {
+            OptionsSummary(
+                subdomainDepth: options.subdomainDepth.rawValue, builtInAppleExceptions: options.builtInAppleExceptions,
+                explicitLocalNetworkingNoIsStrict: options.explicitLocalNetworkingNoIsStrict,
+                tls12FloorOn26: options.tls12FloorOn26, localNetworks: options.localNetworks.map(\.description),
+                trustOverrideHosts: options.trustOverrideHosts)
+        }
+
+        static func summary(_ configuration: ATSConfiguration) -> ConfigurationSummary {
+            func text(_ setting: BooleanSetting) -> String {
+                switch setting {
+                case .absent: "absent"
+                case .value(let flag): flag ? "YES" : "NO"
+                }
+            }
+            return ConfigurationSummary(
+                allowsArbitraryLoads: text(configuration.allowsArbitraryLoads),
+                allowsArbitraryLoadsForMedia: text(configuration.allowsArbitraryLoadsForMedia),
+                allowsArbitraryLoadsInWebContent: text(configuration.allowsArbitraryLoadsInWebContent),
+                allowsLocalNetworking: text(configuration.allowsLocalNetworking),
+                exceptionDomains: configuration.exceptionDomains.values.sorted { $0.key < $1.key }.map { entry in
+                    ExceptionSummary(
+                        key: entry.key, includesSubdomains: entry.includesSubdomains,
+                        allowsInsecureHTTPLoads: entry.allowsInsecureHTTPLoads,
+                        minimumTLSVersion: entry.minimumTLSVersionSpecified ? entry.minimumTLSVersion.rawValue : nil,
+                        requiresForwardSecrecy: entry.requiresForwardSecrecy)
+                },
+                pinnedDomains: configuration.pinnedDomains.keys.sorted())
+        }
+    }
+
+    /// Per-host counters and the distinct loads, verdicts and TLS sets seen.
+    struct HostAccumulator: Sendable {
+        let host: String
+        var requests = 0
+        var allowed = 0
+        var blocked = 0
+        var failed = 0
+        var reported = 0
+        var violations = 0
+        var http = 0
+        var schemes: [String] = []
+        var sources: [String] = []
+        var loads: [String: ObservedLoad] = [:]
+        var loadOrder: [String] = []
+        var verdicts: [String: VerdictSummary] = [:]
+        var verdictOrder: [String] = []
+        var tls: [TLSObservation] = []
+
+        init(host: String) { self.host = host }
+
+        var loadList: [ObservedLoad] { loadOrder.compactMap { loads[$0] } }
+
+        mutating func add(_ record: RequestRecord, load: ObservedLoad?) {
+            requests += 1
+            switch record.result {
+            case .completed: allowed += 1
+            case .blockedCleartext: blocked += 1
+            case .failed: failed += 1
+            case .reported: reported += 1
+            }
+            let kind = load?.kind ?? ObservedLoad.kind(of: record)
+            if kind == .violation { violations += 1 }
+            if let load {
+                let scheme = load.target.scheme.rawValue
+                if load.target.scheme == .http { http += 1 }
+                if !schemes.contains(scheme) { schemes.append(scheme) }
+                let key = [
+                    scheme, load.target.host, "\(load.target.port)", load.source.rawValue, kind.rawValue,
+                    load.code ?? "", load.serverVersion?.rawValue ?? "", load.cipher ?? "", "\(load.needs)",
+                ].joined(separator: "|")
+                if loads[key] == nil && loadOrder.count < SessionReport.maximumLoadsPerHost {
+                    loads[key] = load
+                    loadOrder.append(key)
+                }
+            }
+            if !sources.contains(record.source.rawValue) { sources.append(record.source.rawValue) }
+            let code = ObservedLoad.code(of: record)
+            let verdictKey = "\(record.result.rawValue)|\(code ?? "")|\(record.rule)"
+            if var existing = verdicts[verdictKey] {
+                existing.count += 1
+                verdicts[verdictKey] = existing
+            } else if verdictOrder.count < SessionReport.maximumVerdictsPerHost {
+                verdicts[verdictKey] = VerdictSummary(
+                    result: record.result.rawValue, code: code, kind: kind, count: 1, rule: record.rule,
+                    fix: record.fix,
+                    exampleURL: record.url)
+                verdictOrder.append(verdictKey)
+            }
+            if let facts = record.tls {
+                let observation = TLSObservation(
+                    version: facts["version"], cipher: facts["cipher"], keyExchange: facts["keyExchange"],
+                    leaf: facts["leaf"], leafKey: facts["leafKey"], leafSignature: facts["leafSignature"],
+                    chainLength: facts["chainLength"], alpn: facts["alpn"], count: 1)
+                if let index = tls.firstIndex(where: { Self.sameFacts($0, observation) }) {
+                    tls[index].count += 1
+                } else if tls.count < SessionReport.maximumTLSSetsPerHost {
+                    tls.append(observation)
+                }
+            }
+        }
+
+        static func sameFacts(_ lhs: TLSObservation, _ rhs: TLSObservation) -> Bool {
+            var left = lhs
+            left.count = rhs.count
+            return left == rhs
+        }
+
+        func report() -> HostReport {
+            let ordered = verdictOrder.compactMap { verdicts[$0] }.enumerated().sorted { lhs, rhs in
+                if lhs.element.kind != rhs.element.kind { return lhs.element.kind > rhs.element.kind }
+                if lhs.element.count != rhs.element.count { return lhs.element.count > rhs.element.count }
+                return lhs.offset < rhs.offset
+            }.map(\.element)
+            let status = ordered.map(\.kind).max() ?? .ok
+            let worst = ordered.first { $0.kind != .ok }
+            var needs = HostNeeds(
+                cleartext: false, minimumTLSVersion: nil, forwardSecrecyWaiver: false, assumptions: [], unfixable: [])
+            var minimum: TLSProtocolVersion?
+            for load in loadList {
+                needs.cleartext = needs.cleartext || load.needs.cleartext
+                needs.forwardSecrecyWaiver = needs.forwardSecrecyWaiver || load.needs.forwardSecrecyWaiver
+                if let version = load.needs.minimumTLSVersion.flatMap(TLSProtocolVersion.init(plistString:)) {
+                    minimum = min(minimum ?? version, version)
+                }
+                for text in load.needs.assumptions where !needs.assumptions.contains(text) {
+                    needs.assumptions.append(text)
+                }
+                for text in load.needs.unfixable where !needs.unfixable.contains(text) { needs.unfixable.append(text) }
+            }
+            needs.minimumTLSVersion = minimum?.rawValue
+            let schemeOrder = ["http", "https"].filter { schemes.contains($0) }
+            return HostReport(
+                host: host, status: status, requests: requests, allowed: allowed, blocked: blocked, failed: failed,
+                reported: reported, violations: violations, schemes: schemeOrder, sources: sources, verdicts: ordered,
+                tls: tls, failedRule: worst?.rule, fix: worst?.fix, needs: needs)
+        }
+    }
+}

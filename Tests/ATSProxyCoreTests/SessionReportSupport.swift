@@ -1,0 +1,134 @@
+import ATSPolicy
+import Foundation
+import Testing
+
+@testable import ATSProxyCore
+
+/// Builders and helpers shared by the session-report tests.
+enum ReportFixtures {
+    static let start = Date(timeIntervalSince1970: 1_790_000_000)
+
+    /// A record as the proxy logs it; only the fields the report reads are meaningful.
+    static func record(
+        _ url: String, _ result: RequestRecord.Result = .completed, error: Int? = nil, stream: String? = nil,
+        tls: [String: String]? = nil, rule: String = "", fix: String? = nil, source: RequestSource = .urlsession,
+        atsRequired: Bool = true, status: Int? = 200
+    ) -> RequestRecord {
+        RequestRecord(
+            time: start, clientAddress: "127.0.0.1:50000", taskID: "T.1", method: "GET", url: url,
+            httpProtocol: "http/1.1", source: source, result: result, atsRequired: atsRequired, ruleChain: [rule],
+            rule: rule, fix: fix, errorCode: error, streamError: stream,
+            status: result == .completed || result == .reported ? status : 502, tls: tls)
+    }
+
+    /// TLS facts as `ProxySession.tlsFacts` writes them.
+    static func tls(
+        _ version: String = "TLSv1.3", cipher: String = "TLS_AES_128_GCM_SHA256",
+        keyExchange: String = "TLS 1.3 (EC)DHE",
+        leafKey: String = "EC P-256"
+    ) -> [String: String] {
+        [
+            "version": version, "cipher": cipher, "keyExchange": keyExchange, "leaf": "CN=example",
+            "leafKey": leafKey, "leafSignature": "ecdsa-with-SHA256", "chainLength": "2", "alpn": "http/1.1",
+        ]
+    }
+
+    static func configuration(_ ats: [String: PlistValue]) -> ATSConfiguration {
+        ATSConfigurationParser().parse(.dictionary(ats))
+    }
+
+    static func report(
+        _ records: [RequestRecord], ats: [String: PlistValue] = [:], options: EvaluationOptions = EvaluationOptions(),
+        source: LoadedInfoPlist? = nil
+    ) -> SessionReport {
+        let report = SessionReport(
+            policy: SessionReport.Policy(
+                configuration: configuration(ats), options: options, sourceSummary: "test configuration",
+                source: source),
+            clock: { start })
+        for record in records { report.record(record) }
+        return report
+    }
+
+    /// Parses the pasted fragment back the way Xcode would read it: wrapped in a plist root,
+    /// through `PropertyListSerialization`, then `ATSConfigurationParser`.
+    static func parseFragment(_ fragment: String) throws -> ATSConfiguration {
+        let document = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0">
+            <dict>
+            \(fragment)
+            </dict>
+            </plist>
+            """
+        let object = try PropertyListSerialization.propertyList(from: Data(document.utf8), format: nil)
+        let root = try #require(PlistValue(foundation: object).dictionaryValue)
+        let ats = try #require(root[ATSKey.root])
+        return ATSConfigurationParser().parse(ats)
+    }
+
+    /// Whether `url` is allowed under `configuration` given what the server offers: cleartext
+    /// allowed, or the HTTPS minimum at most `serverVersion` and forward secrecy waived when
+    /// `staticRSA`.
+    static func allows(
+        _ configuration: ATSConfiguration, _ url: String, serverVersion: TLSProtocolVersion = .tls13,
+        staticRSA: Bool = false, options: EvaluationOptions = EvaluationOptions()
+    ) throws -> Bool {
+        let target = try RequestTarget(parsing: url)
+        let decision = ATSEvaluator(configuration: configuration, options: options).evaluate(target)
+        switch decision.outcome {
+        case .cleartextBlocked: return false
+        case .cleartextAllowed: return true
+        case .https:
+            return decision.requirements.minimumVersion <= serverVersion
+                && !(staticRSA && decision.requirements.forwardSecrecyRequired)
+        }
+    }
+
+    /// The package root (for `.build/test-artifacts`).
+    static var packageRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+    }
+
+    /// A fresh temporary directory.
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ats-report-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// Result of a bounded child process.
+    struct RunResult {
+        var status: Int32
+        var output: String
+        var timedOut: Bool
+    }
+
+    /// Runs `executable` with a deadline; kills it (by PID) when the deadline passes.
+    static func run(_ executable: String, _ arguments: [String], timeout: Double) throws -> RunResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let outputURL = try temporaryDirectory().appendingPathComponent("output.txt")
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: outputURL)
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        var timedOut = false
+        if process.isRunning {
+            timedOut = true
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? handle.close()
+        let output = (try? String(contentsOf: outputURL, encoding: .utf8)) ?? ""
+        return RunResult(status: process.terminationStatus, output: output, timedOut: timedOut)
+    }
+}
