@@ -117,10 +117,20 @@ import Testing
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         let port = Int(UInt16(bigEndian: address.sin_port))
-        // Fill the queue (backlog 0 still admits one or two).
-        var fillers: [RawClient] = []
-        for _ in 0..<3 { if let filler = try? RawClient(port: port, timeout: 1) { fillers.append(filler) } }
-        defer { fillers.removeAll() }
+        // Fill the queue (backlog 0 admits one) with non-blocking connects that never wait.
+        var fillers: [Int32] = []
+        for _ in 0..<2 {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            _ = fcntl(filler, F_SETFL, O_NONBLOCK)
+            var target = address
+            _ = withUnsafePointer(to: &target) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(filler, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            fillers.append(filler)
+        }
+        defer { for filler in fillers { close(filler) } }
         let directory = try TemporaryDirectory("timeout")
         let proxy = try ProxyProcess(
             plist: infoPlist("<key>NSExceptionDomains</key><dict>\(cleartextException("slow.example.test"))</dict>"),

@@ -248,6 +248,56 @@ struct ProxyStack {
                 ).joined(separator: ", ").wrappedInBrackets, "\(plain.stderrText)")
     }
 
+    @Test func expectContinueIsRelayedBeforeTheBody() throws {
+        let stack = try ProxyStack()
+        let client = try RawClient(port: stack.proxy.port, timeout: 5)
+        client.send(
+            "POST \(stack.legacy)/echo HTTP/1.1\r\nHost: legacy.example.test:\(stack.plainOrigin.port)\r\n"
+                + "Content-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+        // The body is withheld until the interim response arrives.
+        let interim = try #require(client.readResponse(), "no 100 Continue")
+        #expect(interim.head == "HTTP/1.1 100 Continue", "\(interim.head)")
+        client.send("hello")
+        let final = try #require(client.readResponse())
+        #expect(final.head.hasPrefix("HTTP/1.1 200"), "\(final.head)")
+        #expect(final.head.headerValue("X-Request-Length") == "5")
+        #expect(String(decoding: final.body, as: UTF8.self) == "hello")
+    }
+
+    /// Resident memory of a process in bytes (from /proc).
+    static func residentBytes(_ pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+    }
+
+    /// A client that reads slowly must make the proxy stop reading from the origin, not buffer
+    /// the body (issue 4: constant memory whatever the size).
+    @Test(arguments: ["legacy", "api"])
+    func slowClientDoesNotMakeTheProxyBuffer(host: String) throws {
+        let stack = try ProxyStack()
+        let base = host == "api" ? stack.api : stack.legacy
+        #expect(try stack.curl("\(base)/bytes?n=1000000").httpCode == 200)
+        let pid = stack.proxy.child.pid
+        let baseline = Self.residentBytes(pid)
+        let slow = try Child(
+            executable: "/usr/bin/curl",
+            arguments: [
+                "-s", "-o", "/dev/null", "--max-time", "4", "--limit-rate", "1M", "-x", "http://\(stack.proxy.address)",
+                "--cacert", stack.proxy.caPath, "\(base)/bytes?n=\(600 << 20)",
+            ], directory: stack.directory, label: "slow-curl")
+        defer { slow.stop() }
+        var peak = baseline
+        let deadline = Date().addingTimeInterval(3)
+        while Date() < deadline {
+            peak = max(peak, Self.residentBytes(pid))
+            usleep(100_000)
+        }
+        slow.stop()
+        #expect(peak - baseline < 64 << 20, "RSS grew by \((peak - baseline) >> 20) MiB while the client read slowly")
+        #expect(try stack.curl("\(base)/hello").httpCode == 200)
+    }
+
     @Test func urllibThroughTheProxy() throws {
         let stack = try ProxyStack()
         let script = """

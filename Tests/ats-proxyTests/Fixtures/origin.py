@@ -32,6 +32,7 @@ import ssl
 import struct
 import sys
 import threading
+import time
 import urllib.parse
 import warnings
 
@@ -183,6 +184,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "1000000")
             self.end_headers()
             self.wfile.write(b"x" * 1000)
+            self.wfile.flush()
+            # Let the head and the first bytes reach the proxy before the reset (a reset makes
+            # the receiver drop data it has not read yet).
+            time.sleep(0.5)
             self.reset()
         elif path == "/reset-before-head":
             self.reset()
