@@ -123,6 +123,17 @@ import Testing
         #expect(try !F.allows(parsed, "http://example.com/"))
     }
 
+    @Test func noMergeUnderAPublicSuffixOrLocalNames() throws {
+        let records = ["a.co.uk", "b.co.uk", "c.co.uk", "one.local", "two.local", "three.local"].map {
+            F.record("http://\($0)/", .blockedCleartext, error: -1022)
+        }
+        let options = EvaluationOptions(platform: Platform(family: .iOS, version: OSVersion(9, 0)))
+        let document = F.report(records, options: options).document()
+        #expect(document.minimalDictionary.entries.allSatisfy { !$0.includesSubdomains })
+        #expect(document.minimalDictionary.entries.count == 6)
+        #expect(document.minimalDictionary.roundTripVerified)
+    }
+
     @Test func noMergeWhenASiblingNeedsADifferentRelaxation() throws {
         let records = [
             F.record("http://a.svc.example.com/", .blockedCleartext, error: -1022),

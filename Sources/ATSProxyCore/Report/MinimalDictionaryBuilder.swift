@@ -21,7 +21,7 @@ struct Relaxation: Sendable, Hashable {
 /// 2. Merging: hosts merge into `parent` with `NSIncludesSubdomains = YES` only when every observed
 ///    host the parent would cover (the parent itself and its observed subdomains, within the
 ///    `--subdomain-depth` reach) needs exactly the same relaxation, the parent has at least two
-///    labels and is not local, and either the parent itself was observed or at least three
+///    labels, is not local and is not a two-label public suffix such as `co.uk`, and either the parent itself was observed or at least three
 ///    observed hosts sit exactly one label below it. Broadest qualifying parent first.
 /// 3. `NSAllowsLocalNetworking = YES` only when local hosts were used and the dictionary without it
 ///    would block them (it never needs an App Review justification).
@@ -34,7 +34,7 @@ struct MinimalDictionaryBuilder {
     let requestCounts: [String: (http: Int, total: Int)]
 
     static let mergeRule =
-        "Hosts merge under a parent domain with NSIncludesSubdomains = YES only when every observed host the parent would cover needs exactly the same relaxation, the parent has at least two labels and is not local, and the parent itself was observed or at least three observed hosts sit one label below it; otherwise each host gets its own entry."
+        "Hosts merge under a parent domain with NSIncludesSubdomains = YES only when every observed host the parent would cover needs exactly the same relaxation, the parent has at least two labels, is not local and is not a two-label public suffix such as co.uk, and the parent itself was observed or at least three observed hosts sit one label below it; otherwise each host gets its own entry."
 
     /// The result: the dictionary as a plist value, its entries and the proof.
     struct Output {
@@ -192,10 +192,19 @@ struct MinimalDictionaryBuilder {
         return entries.sorted { $0.key < $1.key }
     }
 
-    /// DNS names with at least two labels, not local, not IP literals.
+    /// DNS names with at least two labels, not local, not IP literals, and not a common
+    /// two-label public suffix such as `co.uk` or `com.au` (no public-suffix list is shipped, so
+    /// `co|com|net|org|gov|edu|ac|ne|or|go` under a two-letter country code counts as one).
     static func isMergeableName(_ host: String) -> Bool {
         guard IPAddress(parsing: host) == nil, !host.hasSuffix("."), !host.hasSuffix(".local") else { return false }
-        return host.split(separator: ".").count >= 2
+        let labels = host.split(separator: ".")
+        guard labels.count >= 2 else { return false }
+        if labels.count == 2, labels[1].count == 2,
+            ["co", "com", "net", "org", "gov", "edu", "ac", "ne", "or", "go"].contains(labels[0])
+        {
+            return false
+        }
+        return true
     }
 
     // MARK: - Proof
@@ -226,7 +235,11 @@ struct MinimalDictionaryBuilder {
     /// Parses the generated dictionary back and checks every observed load.
     func verify(entries: [Entry], localNetworking: Bool) -> Bool {
         let value = Self.plistValue(entries, localNetworking: localNetworking)
-        let configuration = ATSConfigurationParser().parse(value)
+        return verify(configuration: ATSConfigurationParser().parse(value))
+    }
+
+    /// Whether every observed load passes under `configuration`.
+    func verify(configuration: ATSConfiguration) -> Bool {
         let evaluator = ATSEvaluator(configuration: configuration, options: options)
         let floor = options.tls12FloorOn26 && options.platform.has(.tls12AbsoluteFloor)
         return loads.allSatisfy { Self.passes($0, under: evaluator, floor: floor) }

@@ -107,13 +107,6 @@ struct ObservedLoad: Sendable, Hashable {
         return version
     }
 
-    /// Certificate-trust failures: -9802 under ATS, -1201…-1204 under default trust.
-    static func isTrustCode(_ record: RequestRecord) -> Bool {
-        guard let code = record.errorCode else { return false }
-        if (-1204)...(-1201) ~= code { return true }
-        return code == NSURLErrorCode.secureConnectionFailed.rawValue && record.streamError == "3:-9802"
-    }
-
     /// Every TLS version named in `text`, as `TLSv1.1` or `TLS 1.1`.
     static func versions(in text: String) -> [TLSProtocolVersion] {
         TLSProtocolVersion.allCases.filter { text.contains($0.rawValue) || text.contains($0.displayName) }

@@ -58,6 +58,17 @@ enum PlistFragmentWriter {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// Reads a fragment back the way Xcode would: wrapped in a plist root and parsed by
+    /// `PropertyListSerialization`; returns the `NSAppTransportSecurity` value.
+    static func parse(_ fragment: String) -> PlistValue? {
+        let document =
+            #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n" + #"<plist version="1.0">"# + "\n<dict>\n" + fragment
+            + "</dict>\n</plist>\n"
+        guard let object = try? PropertyListSerialization.propertyList(from: Data(document.utf8), format: nil)
+        else { return nil }
+        return PlistValue(foundation: object).dictionaryValue?[ATSKey.root]
+    }
+
     /// An XML comment; `--` is not allowed inside one, and the text must not end with `-`.
     static func comment(_ text: String) -> String {
         var body = text.replacingOccurrences(of: "--", with: "- -")

@@ -9,11 +9,13 @@ enum ReportJUnitWriter {
         let failures = document.hosts.filter { $0.status == .violation }.count
         let errors = document.hosts.filter { $0.status == .trustFailure || $0.status == .transportFailure }.count
         let tests = document.hosts.count
+        let total = String(format: "%.3f", document.hosts.reduce(0) { $0 + $1.durationMilliseconds } / 1000)
         var lines: [String] = [#"<?xml version="1.0" encoding="UTF-8"?>"#]
         lines.append(
-            #"<testsuites name="ats-proxy" tests="\#(tests)" failures="\#(failures)" errors="\#(errors)" time="0">"#)
+            #"<testsuites name="ats-proxy" tests="\#(tests)" failures="\#(failures)" errors="\#(errors)" time="\#(total)">"#
+        )
         lines.append(
-            #"  <testsuite name="ATS: \#(e(document.source))" tests="\#(tests)" failures="\#(failures)" errors="\#(errors)" skipped="0" time="0" timestamp="\#(e(String(document.generatedAt.prefix(19))))">"#
+            #"  <testsuite name="ATS: \#(e(document.source))" tests="\#(tests)" failures="\#(failures)" errors="\#(errors)" skipped="0" time="\#(total)" timestamp="\#(e(String(document.generatedAt.prefix(19))))">"#
         )
         lines.append("    <properties>")
         for (name, value) in [
@@ -24,7 +26,8 @@ enum ReportJUnitWriter {
         }
         lines.append("    </properties>")
         for host in document.hosts {
-            lines.append(#"    <testcase classname="ats-proxy.hosts" name="\#(e(host.host))" time="0">"#)
+            let seconds = String(format: "%.3f", host.durationMilliseconds / 1000)
+            lines.append(#"    <testcase classname="ats-proxy.hosts" name="\#(e(host.host))" time="\#(seconds)">"#)
             let bad = host.verdicts.filter { $0.kind != .ok }
             let summary = bad.map { verdict in
                 var text = "\(verdict.code ?? verdict.result) × \(verdict.count): \(verdict.rule)"

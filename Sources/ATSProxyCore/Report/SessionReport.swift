@@ -200,10 +200,17 @@ extension SessionReport {
                     "\(droppedHosts) requests to hosts beyond the first \(SessionReport.maximumHosts) were counted but not analysed"
                 )
             }
+            let fragment = PlistFragmentWriter.fragment(entries, allowsLocalNetworking: built.allowsLocalNetworking)
+            let reparsed = PlistFragmentWriter.parse(fragment)
+            let xmlVerified =
+                reparsed.map { builder.verify(configuration: ATSConfigurationParser().parse($0)) } ?? false
+            if !xmlVerified { notes.append("the pasted XML fragment did not parse back to the same dictionary") }
             let minimal = MinimalDictionary(
-                plist: PlistFragmentWriter.fragment(entries, allowsLocalNetworking: built.allowsLocalNetworking),
+                plist: fragment,
                 allowsLocalNetworking: built.allowsLocalNetworking, entries: entries, unfixable: built.unfixable,
-                mergeRule: MinimalDictionaryBuilder.mergeRule, roundTripVerified: built.roundTripVerified, notes: notes)
+                mergeRule: MinimalDictionaryBuilder.mergeRule,
+                roundTripVerified: built.roundTripVerified && xmlVerified,
+                notes: notes)
             let comparison = ConfigComparer(
                 configuration: policy.configuration, options: options, source: policy.source, loads: loads,
                 minimal: entries, minimalAllowsLocalNetworking: built.allowsLocalNetworking
@@ -273,6 +280,9 @@ extension SessionReport {
         var reported = 0
         var violations = 0
         var http = 0
+        var bytesFromClient = 0
+        var bytesToClient = 0
+        var durationMilliseconds = 0.0
         var schemes: [String] = []
         var sources: [String] = []
         var loads: [String: ObservedLoad] = [:]
@@ -287,6 +297,9 @@ extension SessionReport {
 
         mutating func add(_ record: RequestRecord, load: ObservedLoad?) {
             requests += 1
+            bytesFromClient += max(0, record.bytesFromClient)
+            bytesToClient += max(0, record.bytesToClient)
+            if record.durationMilliseconds.isFinite { durationMilliseconds += max(0, record.durationMilliseconds) }
             switch record.result {
             case .completed: allowed += 1
             case .blockedCleartext: blocked += 1
@@ -366,7 +379,9 @@ extension SessionReport {
             let schemeOrder = ["http", "https"].filter { schemes.contains($0) }
             return HostReport(
                 host: host, status: status, requests: requests, allowed: allowed, blocked: blocked, failed: failed,
-                reported: reported, violations: violations, schemes: schemeOrder, sources: sources, verdicts: ordered,
+                reported: reported, violations: violations, bytesFromClient: bytesFromClient,
+                bytesToClient: bytesToClient,
+                durationMilliseconds: durationMilliseconds, schemes: schemeOrder, sources: sources, verdicts: ordered,
                 tls: tls, failedRule: worst?.rule, fix: worst?.fix, needs: needs)
         }
     }

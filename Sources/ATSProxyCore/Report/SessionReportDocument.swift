@@ -102,6 +102,11 @@ public struct HostReport: Sendable, Codable, Equatable {
     public var reported: Int
     /// Requests that broke ATS.
     public var violations: Int
+    /// Bytes the clients sent and received through the proxy for this host.
+    public var bytesFromClient: Int
+    public var bytesToClient: Int
+    /// Total time of the host's requests.
+    public var durationMilliseconds: Double
     /// `http`, `https`, in that order, as seen.
     public var schemes: [String]
     /// `urlsession`, `webkit`, `media`, as seen.

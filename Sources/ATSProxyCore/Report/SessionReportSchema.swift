@@ -135,13 +135,16 @@ public enum SessionReportSchema {
             "host": {
               "type": "object", "additionalProperties": false,
               "required": ["host", "status", "requests", "allowed", "blocked", "failed", "reported", "violations",
-                           "schemes", "sources", "verdicts", "tls", "needs"],
+                           "bytesFromClient", "bytesToClient", "durationMilliseconds", "schemes", "sources",
+                           "verdicts", "tls", "needs"],
               "properties": {
                 "host": { "type": "string", "minLength": 1 },
                 "status": { "$ref": "#/$defs/status" },
                 "requests": { "$ref": "#/$defs/count" }, "allowed": { "$ref": "#/$defs/count" },
                 "blocked": { "$ref": "#/$defs/count" }, "failed": { "$ref": "#/$defs/count" },
                 "reported": { "$ref": "#/$defs/count" }, "violations": { "$ref": "#/$defs/count" },
+                "bytesFromClient": { "$ref": "#/$defs/count" }, "bytesToClient": { "$ref": "#/$defs/count" },
+                "durationMilliseconds": { "type": "number", "minimum": 0 },
                 "schemes": { "type": "array", "items": { "enum": ["http", "https"] } },
                 "sources": { "type": "array", "items": { "enum": ["urlsession", "webkit", "media"] } },
                 "verdicts": {
