@@ -40,6 +40,7 @@ struct Options: Sendable {
     var count = 1000
     var threads = 8
     var settle = 2.0
+    var releaseBuffers = false
     var proxyPIDs: [Int32] = []
     var originPIDs: [Int32] = []
 
@@ -49,6 +50,7 @@ struct Options: Sendable {
                connect    --connections N --duration S   (a new connection per request)
                bulk       --path /big [--repeat R]
                idle       --count N [--threads T] [--settle S]   (RSS of the watched pids)
+          --release-buffers 1     SSL_MODE_RELEASE_BUFFERS on the generator's own connections
           --authority HOST:PORT   CONNECT target and Host header (default bench.test:443)
           --server-name NAME      SNI and verified name (default bench.test)
           --proxy-pid PID, --origin-pid PID   processes whose CPU (and RSS) is reported (repeatable)
@@ -76,6 +78,7 @@ struct Options: Sendable {
             case "--count": options.count = Int(value) ?? 0
             case "--threads": options.threads = Int(value) ?? 0
             case "--settle": options.settle = Double(value) ?? 0
+            case "--release-buffers": options.releaseBuffers = value == "1"
             case "--proxy-pid": options.proxyPIDs.append(Int32(value) ?? 0)
             case "--origin-pid": options.originPIDs.append(Int32(value) ?? 0)
             default: fail("unknown option \(flag)\n\(usage)")
@@ -174,12 +177,13 @@ func openSSLErrors() -> String {
 final class TLSClientContext: @unchecked Sendable {
     let context: OpaquePointer
 
-    init(caFile: String) throws {
+    init(caFile: String, releaseBuffers: Bool) throws {
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw LoadGenError("SSL_CTX_new failed") }
         self.context = context
         _ = loadgen_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION)
         _ = loadgen_SSL_CTX_set_session_cache_mode(context, Int(SSL_SESS_CACHE_OFF))
-        _ = loadgen_SSL_CTX_set_mode(context, Int(SSL_MODE_AUTO_RETRY))
+        _ = loadgen_SSL_CTX_set_mode(
+            context, Int(SSL_MODE_AUTO_RETRY) | (releaseBuffers ? Int(SSL_MODE_RELEASE_BUFFERS) : 0))
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
         guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
             throw LoadGenError("cannot load CA \(caFile): \(openSSLErrors())")
@@ -198,7 +202,7 @@ final class Client: Sendable {
 
     init(options: Options) throws {
         self.options = options
-        tls = try TLSClientContext(caFile: options.caFile)
+        tls = try TLSClientContext(caFile: options.caFile, releaseBuffers: options.releaseBuffers)
         guard let target = options.proxy ?? options.origin else { throw LoadGenError("no target") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -601,6 +605,7 @@ func idle(_ client: Client) -> String {
     let pids = options.proxyPIDs.isEmpty ? options.originPIDs : options.proxyPIDs
     let request = client.request(path: "/tiny")
     let rssBefore = pids.reduce(0) { $0 + residentKiB($1) }
+    let ownBefore = residentKiB(getpid())
     let results = WorkerResults()
     let begin = nowNanos()
     for index in 0..<options.threads {
@@ -631,6 +636,7 @@ func idle(_ client: Client) -> String {
     let openSeconds = Double(nowNanos() - begin) / 1e9
     usleep(UInt32(options.settle * 1e6))
     let rssAfter = pids.reduce(0) { $0 + residentKiB($1) }
+    let ownAfter = residentKiB(getpid())
     for _ in 0..<options.threads { results.go.signal() }
     for _ in 0..<options.threads { results.done.wait() }
     let entries = results.entries.withLock { $0 }
@@ -639,6 +645,7 @@ func idle(_ client: Client) -> String {
     var line = String(
         format: "open=%d errors=%d open_s=%.2f rss_before_kib=%d rss_after_kib=%d kib_per_conn=%.2f", open, errors,
         openSeconds, rssBefore, rssAfter, open > 0 ? Double(rssAfter - rssBefore) / Double(open) : 0)
+    line += String(format: " gen_kib_per_conn=%.2f", open > 0 ? Double(ownAfter - ownBefore) / Double(open) : 0)
     if let first = entries.compactMap(\.firstError).first { line += " first_error=\"\(first)\"" }
     return line
 }
