@@ -358,6 +358,7 @@ import Testing
                 }
             }
         }
+        report.record(F.record("http://ats-proxy.invalid/ca.pem"))
         #expect(report.requestCount == 2000)
         #expect(report.violationCount == 1000)
         let document = report.document()

@@ -64,7 +64,7 @@ struct ConfigComparer {
             } else {
                 let what =
                     needed.isEmpty
-                    ? "no exception at all would do (the empty dictionary allows them)"
+                    ? "the empty dictionary already allows their loads, so no exception is needed"
                     : "\(needed.count) host exception\(needed.count == 1 ? "" : "s") would do (\(needed.joined(separator: ", ")))"
                 findings.append(
                     ComparisonFinding(

@@ -57,7 +57,8 @@ struct MinimalDictionaryBuilder {
                 unfixable.append(
                     UnfixableLoad(
                         host: load.target.host, url: load.target.url, code: load.code,
-                        reason: "no Info.plist change can allow this: \(reason)", fix: load.fix))
+                        reason: "no Info.plist change can allow this: \(reason)",
+                        fix: load.fix.flatMap { $0.hasPrefix("no Info.plist change") ? nil : $0 }))
             }
             if floor, let version = load.needs.minimumTLSVersion.flatMap(TLSProtocolVersion.init(plistString:)),
                 version < .tls12, floorHosts.insert(load.target.host).inserted

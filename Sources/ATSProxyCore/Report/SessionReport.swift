@@ -78,8 +78,12 @@ public final class SessionReport: Sendable {
         state.withLock { $0.policy = policy }
     }
 
-    /// Adds one finished request.
+    /// Hosts the proxy answers itself (the CA onboarding name): never app traffic, never reported.
+    public static let proxyOwnHosts: Set<String> = ["ats-proxy.invalid"]
+
+    /// Adds one finished request (requests to the proxy's own onboarding name are ignored).
     public func record(_ record: RequestRecord) {
+        if let target = try? RequestTarget(parsing: record.url), Self.proxyOwnHosts.contains(target.host) { return }
         state.withLock { $0.add(record) }
     }
 
