@@ -40,6 +40,35 @@ import Testing
         #expect(stack.proxy.isRunning)
     }
 
+    @Test func sigtermLetsInFlightDownloadsFinishThenExits() throws {
+        let stack = try ProxyStack(arguments: ["--grace-period", "10"])
+        let download = try Child(
+            executable: "/usr/bin/curl",
+            arguments: [
+                "-s", "-S", "--max-time", "15", "--limit-rate", "4M", "-x", "http://\(stack.proxy.address)",
+                "--cacert", stack.proxy.caPath, "-o", stack.directory.file("drain.bin"), "-w", "%{http_code}",
+                "\(stack.api)/bytes?n=\(6 << 20)",
+            ], directory: stack.directory, label: "drain-curl")
+        defer { download.stop() }
+        // Wait until the transfer is under way, then ask the proxy to stop.
+        let started = E2E.poll(timeout: 10) { () -> Bool? in
+            let size = (try? FileManager.default.attributesOfItem(atPath: stack.directory.file("drain.bin"))[.size])
+            return ((size as? Int) ?? 0) > 0 ? true : nil
+        }
+        #expect(started == true)
+        stack.proxy.child.signal(SIGTERM)
+        // New clients are no longer accepted while the download drains.
+        let refused = E2E.poll(timeout: 3) { () -> Bool? in (try? RawClient(port: stack.proxy.port)) == nil ? true : nil
+        }
+        #expect(refused == true, "the listener still accepts after SIGTERM")
+        #expect(download.wait(timeout: 15))
+        #expect(download.stdoutText == "200", "\(download.stderrText)")
+        let size = try FileManager.default.attributesOfItem(atPath: stack.directory.file("drain.bin"))[.size] as? Int
+        #expect(size == 6 << 20)
+        #expect(stack.proxy.child.wait(timeout: 12), "the proxy did not exit after draining")
+        #expect(stack.proxy.child.process.terminationStatus == 0)
+    }
+
     @Test func thousandConcurrentConnections() throws {
         let limit = E2E.raiseFileLimit(to: 8192)
         #expect(limit >= 4096, "RLIMIT_NOFILE \(limit)")

@@ -264,6 +264,43 @@ struct ProxyStack {
         #expect(String(decoding: final.body, as: UTF8.self) == "hello")
     }
 
+    @Test func pipelinedRequestsAreAnsweredInOrder() throws {
+        let stack = try ProxyStack()
+        let client = try RawClient(port: stack.proxy.port, timeout: 5)
+        let host = "Host: legacy.example.test:\(stack.plainOrigin.port)\r\n"
+        client.send(
+            "GET \(stack.legacy)/status/201 HTTP/1.1\r\n\(host)\r\n"
+                + "POST \(stack.legacy)/echo HTTP/1.1\r\n\(host)Content-Length: 3\r\n\r\nabc"
+                + "GET \(stack.legacy)/status/202 HTTP/1.1\r\n\(host)\r\n")
+        let first = client.readResponse()
+        let second = client.readResponse()
+        let third = client.readResponse()
+        #expect(first?.head.hasPrefix("HTTP/1.1 201") == true, "\(first?.head ?? "none")")
+        #expect(second?.head.hasPrefix("HTTP/1.1 200") == true, "\(second?.head ?? "none")")
+        #expect(second.map { String(decoding: $0.body, as: UTF8.self) } == "abc")
+        #expect(third?.head.hasPrefix("HTTP/1.1 202") == true, "\(third?.head ?? "none")")
+    }
+
+    @Test func http10ClientGetsAnHTTP10CompatibleAnswer() throws {
+        let stack = try ProxyStack()
+        let result = try stack.curl("\(stack.legacy)/chunked?n=50000", ["--http1.0"])
+        #expect(result.httpCode == 200)
+        #expect(result.body.count == 50_000)
+        #expect(result.headers["transfer-encoding"] == nil, "chunked sent to an HTTP/1.0 client")
+        #expect(try E2E.sha256Hex(ofFile: result.bodyPath) == result.headers["x-body-sha256"])
+    }
+
+    @Test func blockedRequestWithABodyIsAnsweredWithoutReachingTheOrigin() throws {
+        let stack = try ProxyStack()
+        let upload = stack.directory.file("blocked-upload.bin")
+        try Data(repeating: 66, count: 2 << 20).write(to: URL(fileURLWithPath: upload))
+        let result = try stack.curl("\(stack.plain)/echo", ["--data-binary", "@\(upload)"])
+        #expect(result.httpCode == 403, "\(result.stderr)")
+        #expect(result.headers["x-ats-error"] == "-1022")
+        #expect(stack.plainOrigin.requests.isEmpty)
+        #expect(stack.proxy.isRunning)
+    }
+
     /// Resident memory of a process in bytes (from /proc).
     static func residentBytes(_ pid: Int32) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""

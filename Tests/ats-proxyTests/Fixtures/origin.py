@@ -156,10 +156,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
             self.common_headers()
             self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Transfer-Encoding", "chunked")
+            if self.request_version != "HTTP/1.0":
+                self.send_header("Transfer-Encoding", "chunked")
             self.send_header("X-Body-SHA256", sha256_of_payload(n))
             self.end_headers()
             data = payload(n)
+            if self.request_version == "HTTP/1.0":
+                # No chunked coding for HTTP/1.0 (RFC 9112 6.1): close-delimited instead.
+                self.close_connection = True
+                self.wfile.write(data)
+                return
             offset = 0
             for size in itertools.cycle([1, 17, 4096, 65536, 300000]):
                 if offset >= n:
