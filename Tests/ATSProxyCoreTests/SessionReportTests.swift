@@ -174,6 +174,31 @@ import Testing
         #expect(document.minimalDictionary.roundTripVerified)
     }
 
+    @Test func arbitraryLoadsTrafficIsJudgedByItsNegotiatedFacts() throws {
+        let records = [
+            // Allowed under NSAllowsArbitraryLoads; the empty dictionary needs TLS 1.0 and static RSA.
+            F.record(
+                "https://ancient.example.com/",
+                tls: F.tls("TLSv1.0", cipher: "TLS_RSA_WITH_AES_128_CBC_SHA", keyExchange: "RSA"),
+                atsRequired: false),
+            F.record(
+                "https://dhe.example.com/",
+                tls: F.tls("TLSv1.2", cipher: "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256", keyExchange: "DHE"),
+                atsRequired: false),
+        ]
+        let document = F.report(records, ats: ["NSAllowsArbitraryLoads": .bool(true)]).document()
+        let minimal = document.minimalDictionary
+        #expect(minimal.entries.map(\.key) == ["ancient.example.com"])
+        #expect(minimal.entries.first?.minimumTLSVersion == "TLSv1.0")
+        #expect(minimal.entries.first?.requiresForwardSecrecy == false)
+        #expect(minimal.entries.first?.allowsInsecureHTTPLoads == false)
+        #expect(minimal.unfixable.map(\.host) == ["dhe.example.com"])
+        #expect(minimal.roundTripVerified)
+        let parsed = try F.parseFragment(minimal.plist)
+        #expect(try F.allows(parsed, "https://ancient.example.com/", serverVersion: .tls10, staticRSA: true))
+        #expect(try !F.allows(parsed, "http://ancient.example.com/"))
+    }
+
     @Test func tlsFloorOnOS26MakesOldServersUnfixable() throws {
         var options = EvaluationOptions(platform: Platform(family: .iOS, version: OSVersion(26, 0)))
         options.tls12FloorOn26 = true

@@ -122,7 +122,19 @@ struct MinimalDictionaryBuilder {
             notes.append("merging under parent domains failed the round trip, so every host has its own entry")
         }
         if !verified {
-            notes.append("some observed loads still fail under this dictionary; see the unfixable list")
+            let configuration = ATSConfigurationParser().parse(
+                Self.plistValue(chosen, localNetworking: localNetworking))
+            let evaluator = ATSEvaluator(configuration: configuration, options: options)
+            for load in loads where !Self.passes(load, under: evaluator, floor: floor) {
+                guard seenUnfixable.insert(load.target.host + "|still-fails").inserted else { continue }
+                unfixable.append(
+                    UnfixableLoad(
+                        host: load.target.host, url: load.target.url, code: load.code,
+                        reason:
+                            "no Info.plist change can allow this: the load still fails under the generated dictionary (\(load.rule.isEmpty ? "see the host's verdicts" : load.rule))",
+                        fix: nil))
+            }
+            notes.append("some observed loads still fail under this dictionary; they are listed as unfixable")
         }
         chosen.sort { $0.key < $1.key }
         let value = Self.plistValue(chosen, localNetworking: localNetworking)

@@ -73,6 +73,10 @@ struct ObservedLoad: Sendable, Hashable {
                 needs.unfixable.append(
                     "the server chose \(record.tls?["cipher"] ?? "a DHE suite") (finite-field DHE); ATS accepts only ECDHE or static RSA"
                 )
+            } else if let cipher = record.tls?["cipher"], CipherSuite.byIANAName(cipher) == nil,
+                keyExchange != KeyExchangeName.tls13
+            {
+                needs.unfixable.append("the server chose \(cipher), which is in no ATS cipher-suite list")
             }
         } else if stream == "3:-9824" {
             if fix.contains("\(ATSKey.exceptionRequiresForwardSecrecy) = NO") {
@@ -105,6 +109,11 @@ struct ObservedLoad: Sendable, Hashable {
             needs.unfixable.append(record.rule.isEmpty ? "the secure connection failed" : record.rule)
         }
         return version
+    }
+
+    /// Spellings of `ATSTLS.KeyExchange` as the proxy writes them into the TLS facts.
+    enum KeyExchangeName {
+        static let tls13 = "TLS 1.3 (EC)DHE"
     }
 
     /// Every TLS version named in `text`, as `TLSv1.1` or `TLS 1.1`.
