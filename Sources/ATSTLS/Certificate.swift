@@ -186,9 +186,10 @@ public final class Certificate: @unchecked Sendable, CustomStringConvertible {
     /// basicConstraints CA:TRUE.
     public var isCA: Bool { X509_check_ca(pointer) != 0 }
 
-    /// Subject equals issuer and the self-signature verifies.
+    /// Subject equals issuer (and the key identifiers agree): a root or a self-signed leaf. The
+    /// signature itself is not re-checked here; chain verification does that.
     public var isSelfSigned: Bool {
-        let result = X509_self_signed(pointer, 1) == 1
+        let result = X509_self_signed(pointer, 0) == 1
         ERR_clear_error()
         return result
     }

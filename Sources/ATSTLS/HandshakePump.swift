@@ -61,6 +61,7 @@ public enum HandshakePump {
                     try stream.send(outbound)
                 } catch {
                     if case .failed(let failure) = progress { return .handshake(failure) }
+                    if error == .reset { return .handshake(TLSFailure(reason: .resetDuringHandshake, errors: [])) }
                     return .transport(error)
                 }
             }
@@ -75,10 +76,12 @@ public enum HandshakePump {
                     if bytes.isEmpty { connection.receiveEOF() } else { connection.receive(bytes) }
                 } catch {
                     if error == .reset {
+                        // Whatever arrived before the reset may hold an alert; otherwise it is an abort.
                         connection.receiveEOF()
                         if case .failed(let failure) = connection.handshake(), failure.reason != .closedWithoutAlert {
                             return .handshake(failure)
                         }
+                        return .handshake(TLSFailure(reason: .resetDuringHandshake, errors: []))
                     }
                     return .transport(error)
                 }

@@ -222,13 +222,18 @@ extension HandshakeSummary {
             }
         }
         ERR_clear_error()
+        let presentedDetails = presented.map(CertificateDetails.init)
+        let known = Dictionary(
+            presentedDetails.map { ($0.sha256Fingerprint, $0) }, uniquingKeysWith: { first, _ in first })
+        let builtDetails = verification.builtChain.map { certificate in
+            known[certificate.sha256Fingerprint] ?? CertificateDetails(certificate)
+        }
         var ocsp: UnsafePointer<UInt8>?
         let ocspLength = ats_SSL_get_tlsext_status_ocsp_resp(ssl, &ocsp)
 
         return HandshakeSummary(
             host: host, version: version, cipher: cipher, group: group, peerSignatureDigest: peerDigest,
-            presentedChain: presented.map(CertificateDetails.init),
-            builtChain: verification.builtChain.map(CertificateDetails.init),
+            presentedChain: presentedDetails, builtChain: builtDetails,
             verificationIssues: verification.issues, anchor: verification.anchor, scts: scts,
             ctLogsAvailable: (ctLogs?.logCount ?? 0) > 0, ocspStapleBytes: max(0, ocspLength),
             alpn: connection.negotiatedALPN,

@@ -16,6 +16,8 @@ public struct TLSFailure: Error, Sendable, Hashable, CustomStringConvertible {
         case notTLS
         /// The peer closed the transport without a close_notify or alert.
         case closedWithoutAlert
+        /// The transport was reset (TCP RST) in the middle of the handshake.
+        case resetDuringHandshake
         /// The peer's certificate could not be parsed, or it sent none.
         case badCertificate
         /// Anything else.
@@ -34,6 +36,7 @@ public struct TLSFailure: Error, Sendable, Hashable, CustomStringConvertible {
         case .noCommonCipher: return "no common cipher suite: \(detail)"
         case .notTLS: return "peer does not speak TLS: \(detail)"
         case .closedWithoutAlert: return "peer closed the connection without an alert"
+        case .resetDuringHandshake: return "peer reset the connection during the handshake"
         case .badCertificate: return "peer certificate unusable: \(detail)"
         case .other: return detail.isEmpty ? "TLS failure" : detail
         }

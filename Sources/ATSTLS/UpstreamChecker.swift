@@ -95,7 +95,7 @@ public struct UpstreamChecker: Sendable {
         guard case .handshake(let failure) = verdict.attemptFailure else { return false }
         switch failure.reason {
         case .receivedAlert(40), .receivedAlert(70), .noCommonVersion, .noCommonCipher: return true
-        case .receivedAlert, .notTLS, .closedWithoutAlert, .badCertificate, .other: return false
+        case .receivedAlert, .notTLS, .closedWithoutAlert, .resetDuringHandshake, .badCertificate, .other: return false
         }
     }
 

@@ -168,7 +168,8 @@ public struct UpstreamVerdict: Sendable {
 
     /// The verdict for a handshake or transport failure (reference §4.3). Documented defaults:
     /// close without alert is -9816; bytes that are not TLS are -9800 (errSSLProtocol); an
-    /// unparseable certificate is -9808; POSIX pairs use Darwin errno values (61, 60, 54).
+    /// unparseable certificate is -9808; a reset during the handshake is -9806 (errSSLClosedAbort);
+    /// POSIX pairs use Darwin errno values (61, 60, 54).
     public static func failed(
         _ failure: AttemptFailure, requirements: TLSRequirements, url: String, host: String
     ) -> UpstreamVerdict {
@@ -214,6 +215,9 @@ public struct UpstreamVerdict: Sendable {
             case .closedWithoutAlert:
                 stream = -9816
                 reason = "the server closed the connection during the TLS handshake without an alert"
+            case .resetDuringHandshake:
+                stream = -9806
+                reason = "the server reset the connection during the TLS handshake"
             case .notTLS:
                 stream = -9800
                 reason = "the server did not answer with TLS (is it plain HTTP or another protocol on this port?)"
