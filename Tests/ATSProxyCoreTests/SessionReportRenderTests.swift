@@ -42,6 +42,7 @@ import Testing
 
     @Test func reportJSONValidatesAgainstTheEmbeddedSchema() throws {
         let (directory, _) = try Self.writtenReport()
+        defer { try? FileManager.default.removeItem(at: directory.deletingLastPathComponent()) }
         let schemaPath = directory.appendingPathComponent("schema.json").path
         try Data(SessionReportSchema.json.utf8).write(to: URL(fileURLWithPath: schemaPath))
         let script = """
@@ -71,6 +72,7 @@ import Testing
 
     @Test func junitXMLParsesBackWithOneTestCasePerHost() throws {
         let (directory, document) = try Self.writtenReport()
+        defer { try? FileManager.default.removeItem(at: directory.deletingLastPathComponent()) }
         let path = directory.appendingPathComponent("junit.xml")
         #if canImport(FoundationXML) || os(macOS)
             let xml = try XMLDocument(contentsOf: path, options: [])
@@ -115,6 +117,7 @@ import Testing
 
     @Test func htmlIsSelfContainedSortedAndCopyable() throws {
         let (directory, document) = try Self.writtenReport()
+        defer { try? FileManager.default.removeItem(at: directory.deletingLastPathComponent()) }
         let html = try String(contentsOf: directory.appendingPathComponent("report.html"), encoding: .utf8)
         #expect(html.hasPrefix("<!DOCTYPE html>"))
         #expect(html.contains(#"<meta name="viewport" content="width=device-width, initial-scale=1">"#))
@@ -144,12 +147,15 @@ import Testing
             return
         }
         let (directory, _) = try Self.writtenReport()
+        defer { try? FileManager.default.removeItem(at: directory.deletingLastPathComponent()) }
         let artifacts = F.packageRoot.appendingPathComponent(".build/test-artifacts", isDirectory: true)
         try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
         let html = directory.appendingPathComponent("report.html")
         for (name, size) in [("session-report-phone.png", "390,844"), ("session-report-desktop.png", "1280,1600")] {
             let png = directory.appendingPathComponent(name)
-            let profile = try F.temporaryDirectory().appendingPathComponent("profile").path
+            let profileRoot = try F.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: profileRoot) }
+            let profile = profileRoot.appendingPathComponent("profile").path
             let result = try F.run(
                 "/usr/bin/timeout",
                 [
@@ -169,7 +175,9 @@ import Testing
         }
         // Print: Chromium lays the page out for paper with the print styles.
         let pdf = directory.appendingPathComponent("session-report.pdf")
-        let profile = try F.temporaryDirectory().appendingPathComponent("profile").path
+        let profileRoot = try F.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: profileRoot) }
+        let profile = profileRoot.appendingPathComponent("profile").path
         let printed = try F.run(
             "/usr/bin/timeout",
             [

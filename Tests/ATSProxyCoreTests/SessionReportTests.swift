@@ -337,6 +337,7 @@ import Testing
 
         // With the source known, the linter reports the presence rule itself.
         let directory = try F.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("ATS.plist").path
         let data = try PropertyListSerialization.data(
             fromPropertyList: PlistValue.dictionary(ats).foundationObject, format: .xml, options: 0)
@@ -398,6 +399,7 @@ import Testing
 
     @Test func checkWritableCreatesTheDirectoryAndRejectsFiles() throws {
         let base = try F.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: base) }
         let nested = base.appendingPathComponent("a/b/report").path
         try SessionReport.checkWritable(directory: nested)
         var isDirectory: ObjCBool = false
@@ -411,7 +413,9 @@ import Testing
     }
 
     @Test func writeProducesTheThreeFiles() throws {
-        let directory = try F.temporaryDirectory().appendingPathComponent("out").path
+        let base = try F.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: base) }
+        let directory = base.appendingPathComponent("out").path
         try F.report(Self.mixedTraffic).write(to: directory)
         let names = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
         #expect(names == ["junit.xml", "report.html", "report.json"])
