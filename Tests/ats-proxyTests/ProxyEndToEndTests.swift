@@ -281,6 +281,29 @@ struct ProxyStack {
         #expect(third?.head.hasPrefix("HTTP/1.1 202") == true, "\(third?.head ?? "none")")
     }
 
+    @Test func oneClientConnectionSwitchesBetweenOrigins() throws {
+        let stack = try ProxyStack(extraATS: cleartextException("second.example.test")) { directory, _ in
+            [("second.example.test", try Origin(name: "second", directory: directory))]
+        }
+        let second = stack.url("second.example.test", scheme: "http")
+        let client = try RawClient(port: stack.proxy.port, timeout: 5)
+        var bodies: [String] = []
+        for url in ["\(stack.legacy)/hello", second, "\(stack.legacy)/hello", "\(stack.plain)/hello", second] {
+            let host = URL(string: url)?.host ?? ""
+            let port = URL(string: url)?.port ?? 80
+            client.send("GET \(url) HTTP/1.1\r\nHost: \(host):\(port)\r\n\r\n")
+            let response = client.readResponse()
+            bodies.append(response.map { String(decoding: $0.body, as: UTF8.self) } ?? "closed")
+        }
+        #expect(bodies.count == 5)
+        #expect(bodies[0] == "hello from plain-origin\n")
+        #expect(bodies[1] == "hello from second\n")
+        #expect(bodies[2] == "hello from plain-origin\n")
+        #expect(bodies[3].contains("NSURLErrorDomain -1022"), "a blocked load on the same connection: \(bodies[3])")
+        #expect(bodies[4] == "hello from second\n")
+        #expect(stack.plainOrigin.requests.count == 2)
+    }
+
     @Test func http10ClientGetsAnHTTP10CompatibleAnswer() throws {
         let stack = try ProxyStack()
         let result = try stack.curl("\(stack.legacy)/chunked?n=50000", ["--http1.0"])
