@@ -1,3 +1,4 @@
+import ATSTLS
 import Foundation
 import Testing
 
@@ -131,6 +132,51 @@ func firstTaskUUID(_ log: String) -> String? {
             "ats-proxy: GET \(url) → failed -1200 [3:-9802]: ",
         ].joined(separator: "\n")
         #expect(log.contains(expected), "log was:\n\(log)")
+    }
+
+    /// Origin leaves with varied properties: an RSA-2048 leaf passes; ATS trust failures are all
+    /// -1200 [3:-9802] with the reason in X-ATS-Rule.
+    @Test func originCertificatesOfVariedProperties() throws {
+        let day = 86400.0
+        let variants: [(host: String, key: PrivateKey.Kind, customize: (inout CertificateSpec) -> Void)] = [
+            ("rsa.example.test", .rsa(bits: 2048), { _ in }),
+            (
+                "expired.example.test", .p256,
+                {
+                    $0.notBefore = Date() - 400 * day; $0.notAfter = Date() - 10 * day
+                }
+            ),
+            (
+                "mismatch.example.test", .p256,
+                {
+                    $0.dnsNames = ["other.example.test"]; $0.commonName = "other.example.test"
+                }
+            ),
+            ("noeku.example.test", .p256, { $0.extendedKeyUsage = nil }),
+        ]
+        let stack = try ProxyStack { directory, pki in
+            try variants.map { variant in
+                let leaf = try pki.leaf(
+                    [variant.host], file: variant.host, key: variant.key, customize: variant.customize)
+                return (variant.host, try Origin(name: variant.host, directory: directory, tls: leaf))
+            }
+        }
+        let rsa = try stack.curl(stack.url("rsa.example.test"))
+        #expect(rsa.httpCode == 200, "\(rsa.bodyText)")
+        #expect(rsa.bodyText == "hello from rsa.example.test\n")
+        let expectedRule = [
+            "expired.example.test": "expired on",
+            "mismatch.example.test": "the certificate is for other.example.test, not mismatch.example.test",
+            "noeku.example.test": "extended key usage",
+        ]
+        for (host, words) in expectedRule.sorted(by: { $0.key < $1.key }) {
+            let result = try stack.curl(stack.url(host))
+            #expect(result.httpCode == 502, "\(host): \(result.bodyText)")
+            #expect(result.headers["x-ats-error"] == "-1200", "\(host)")
+            #expect(result.headers["x-ats-stream-error"] == "3:-9802", "\(host)")
+            #expect(result.headers["x-ats-rule"]?.contains(words) == true, "\(host): \(result.headers)")
+            #expect(stack.extras[host]?.requests.contains { $0.hasPrefix("GET") } == false, "\(host)")
+        }
     }
 
     @Test func successLogsTheSummaryAndNoFailureLines() throws {

@@ -197,14 +197,18 @@ struct TestPKI {
         var spkiBase64: String { certificate.spkiSHA256.base64EncodedString() }
     }
 
-    func leaf(_ names: [String], file: String) throws -> Leaf {
-        let key = try PrivateKey.generate(.p256)
+    func leaf(
+        _ names: [String], file: String, key kind: PrivateKey.Kind = .p256,
+        customize: (inout CertificateSpec) -> Void = { _ in }
+    ) throws -> Leaf {
+        let key = try PrivateKey.generate(kind)
         let now = Date()
         var spec = CertificateSpec(
             notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(200 * 86400))
         spec.commonName = names.first
         spec.dnsNames = names
         spec.ipAddresses = []
+        customize(&spec)
         let certificate = try CertificateMinter.mint(
             spec, subjectKey: key, issuer: authority.certificate, issuerKey: authority.privateKey)
         let certificatePath = directory.file("\(file).pem")
