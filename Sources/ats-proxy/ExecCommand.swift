@@ -85,6 +85,7 @@ struct ExecCommand: ParsableCommand {
         let deadline = Date().addingTimeInterval(2)
         while launched.server.liveConnections > 0 && Date() < deadline { usleep(20_000) }
         launched.log.flush()
+        launched.writeReport()
         try? FileManager.default.removeItem(atPath: bundle)
 
         let stats = launched.stats.snapshot

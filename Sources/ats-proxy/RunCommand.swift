@@ -84,6 +84,9 @@ struct ProxyOptions: ParsableArguments {
     @Option(name: .long, help: "Event loops (default: one per core).")
     var loops: Int?
 
+    @Option(name: .long, help: "Write report.json, report.html and junit.xml here at exit and on SIGUSR1.")
+    var report: String?
+
     @Flag(name: .long, help: "No live status line on a terminal.")
     var quiet = false
 
@@ -108,14 +111,17 @@ struct ProxyOptions: ParsableArguments {
     func launch(
         listenOverride: [String]? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
     ) throws -> LaunchedProxy {
+        IOSystem.ignoreSIGPIPE()
+        if let report { try SessionReport.checkWritable(directory: report) }
+        let loaded = try policy.loadSource()
+        let snapshot = try makeSnapshot(loaded)
+        let sessionReport = report.map { _ in SessionReport(snapshot: snapshot, source: loaded) }
         let stats = SessionStats()
         let observer: @Sendable (RequestRecord) -> Void = { record in
             stats.record(record)
+            sessionReport?.record(record)
             observer?(record)
         }
-        IOSystem.ignoreSIGPIPE()
-        let loaded = try policy.loadSource()
-        let snapshot = try makeSnapshot(loaded)
         let log = try ProxyLogSink(
             format: logFormat, level: DiagnosticsLevel(rawValue: diagnostics) ?? .summary, allowSecrets: logSecrets,
             path: logFile, observer: observer)
@@ -161,7 +167,7 @@ struct ProxyOptions: ParsableArguments {
         let bound = try server.start()
         return LaunchedProxy(
             server: server, services: services, log: log, bound: bound, caPath: caPath, authority: authority,
-            loaded: loaded, snapshot: snapshot, stats: stats)
+            loaded: loaded, snapshot: snapshot, stats: stats, report: sessionReport, reportDirectory: report)
     }
 
     func makeSnapshot(_ loaded: LoadedInfoPlist) throws -> PolicyStore.Snapshot {
@@ -255,17 +261,21 @@ struct ProxyOptions: ParsableArguments {
         FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
     }
 
-    func installSignals(
-        server: ProxyServer, services: ProxyServices, log: ProxyLogSink, onStopped: (@Sendable () -> Void)? = nil
-    ) {
+    /// SIGINT/SIGTERM drain and exit (writing the report), SIGHUP reloads the policy, SIGUSR1
+    /// writes the report now.
+    func installSignals(_ launched: LaunchedProxy) {
+        let server = launched.server
+        let services = launched.services
+        let log = launched.log
         let watcher = SignalWatcher()
         let grace = Duration.milliseconds(Int(gracePeriod * 1000))
         let shutdown = GracefulShutdown(
             gracePeriod: grace, stopAccepting: { server.stopAccepting() }, inFlight: { server.liveConnections },
             onFinished: { drained in
                 log.note(drained ? "stopped" : "stopped with connections still open after the grace period")
+                log.stopStatusLine()
                 log.flush()
-                onStopped?()
+                launched.writeReport()
                 Foundation.exit(0)
             })
         let reloadPolicy = policy
@@ -280,14 +290,19 @@ struct ProxyOptions: ParsableArguments {
                 let configuration = ATSConfigurationParser(options: reloadPolicy.parseOptions).parse(loaded.atsValue)
                 let evaluator = ATSEvaluator(
                     configuration: configuration, options: try reloadPolicy.evaluationOptions())
-                services.policy.replace(
-                    with: PolicyStore.Snapshot(
-                        evaluator: evaluator, sourceSummary: loaded.summary, processName: loaded.processName))
+                let snapshot = PolicyStore.Snapshot(
+                    evaluator: evaluator, sourceSummary: loaded.summary, processName: loaded.processName)
+                services.policy.replace(with: snapshot)
+                launched.report?.updatePolicy(
+                    SessionReport.Policy(
+                        configuration: configuration, options: evaluator.options, sourceSummary: loaded.summary,
+                        source: loaded))
                 log.note("reloaded \(loaded.summary)")
             } catch {
                 log.note("reload failed, keeping the previous policy: \(error)")
             }
         }
+        watcher.watch(SIGUSR1) { launched.writeReport() }
         SignalRetainer.shared.keep(watcher, shutdown)
     }
 }
@@ -320,6 +335,20 @@ struct LaunchedProxy {
     let loaded: LoadedInfoPlist
     let snapshot: PolicyStore.Snapshot
     let stats: SessionStats
+    let report: SessionReport?
+    let reportDirectory: String?
+
+    /// Writes the session report (when --report was given); failures are logged, not fatal.
+    func writeReport() {
+        guard let report, let reportDirectory else { return }
+        log.flush()
+        do {
+            try report.write(to: reportDirectory)
+            FileHandle.standardError.write(Data("ats-proxy: report written to \(reportDirectory)\n".utf8))
+        } catch {
+            FileHandle.standardError.write(Data("ats-proxy: error: cannot write the report: \(error)\n".utf8))
+        }
+    }
 }
 
 /// `ats-proxy [run] --config Info.plist`: the proxy itself. Listens (loopback by default),
@@ -345,7 +374,7 @@ struct RunCommand: ParsableCommand {
         }
         options.printBanner(launched)
         options.startStatusLine(launched)
-        options.installSignals(server: launched.server, services: launched.services, log: launched.log)
+        options.installSignals(launched)
         dispatchMain()
     }
 }

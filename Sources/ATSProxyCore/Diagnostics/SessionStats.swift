@@ -31,9 +31,12 @@ public final class SessionStats: Sendable {
             state.snapshot.requests += 1
             switch record.result {
             case .completed: break
-            case .blockedCleartext, .failed:
+            case .blockedCleartext:
                 state.snapshot.blocked += 1
                 state.snapshot.violations += 1
+            case .failed:
+                state.snapshot.blocked += 1
+                if Self.isTLSOrPolicyFailure(record.errorCode) { state.snapshot.violations += 1 }
             case .reported:
                 state.snapshot.violations += 1
             }
@@ -42,6 +45,13 @@ public final class SessionStats: Sendable {
     }
 
     public var snapshot: Snapshot { state.withLock { $0.snapshot } }
+
+    /// -1022 and the -12xx TLS/trust codes count as violations; connection faults (-1001, -1003,
+    /// -1004, -1005) are failures of the network, not of the app's ATS policy.
+    static func isTLSOrPolicyFailure(_ code: Int?) -> Bool {
+        guard let code else { return true }
+        return code == -1022 || (-1206 ... -1200).contains(code)
+    }
 }
 
 extension RequestTarget {
