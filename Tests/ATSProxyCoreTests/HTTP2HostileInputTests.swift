@@ -109,6 +109,23 @@ import Testing
         #expect(!outcome.session.wantsRead)
     }
 
+    @Test func nghttp2BuiltInResetLimitIsTheBackstop() throws {
+        // Debian's 1.52.0-1+deb12u3 carries the CVE-2023-44487 token bucket (burst 1000, 33/s); with our own limit
+        // out of the way, nghttp2 itself tears the connection down.
+        var configuration = HTTP2Configuration()
+        configuration.maxResetsPerSecond = 1_000_000
+        configuration.maxConcurrentStreams = 2000
+        var chunks = [RawH2.clientStart]
+        for index in 0..<1200 {
+            let stream = UInt32(2 * index + 1)
+            chunks.append(RawH2.headers(stream: stream, block: RawH2.requestBlock()) + RawH2.rst(stream: stream))
+        }
+        let outcome = try Self.run(chunks, configuration: configuration)
+        #expect(outcome.goAwayCodes == [HTTP2ErrorCode.internalError.rawValue])
+        #expect(outcome.failure != nil)
+        #expect(!outcome.session.wantsRead)
+    }
+
     @Test func resetsBelowTheRateAreFine() throws {
         var configuration = HTTP2Configuration()
         configuration.maxResetsPerSecond = 50
