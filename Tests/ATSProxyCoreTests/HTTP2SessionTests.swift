@@ -43,10 +43,8 @@ import Testing
                     stream: 1, kind: .request, fields: getRequest("/a?b=1") + [HTTP2Header("x-a", "1")])))
         #expect(loop.serverEvents.contains(.streamEnded(stream: 1)))
         let clientStreamEvents = loop.clientEvents.filter {
-            switch $0 {
-            case .headers, .data, .streamEnded, .streamClosed: return true
-            default: return false
-            }
+            if case .streamClosed = $0 { return true }
+            return $0.isMessagePart
         }
         #expect(
             clientStreamEvents == [
@@ -66,18 +64,15 @@ import Testing
         var clientBodies: [Int32: [UInt8]] = [:]
         var serverSeed: [Int32: Int] = [:]
         loop.onServerEvent = { event in
-            switch event {
-            case .headers(let stream, .request, let fields):
+            if case .headers(let stream, .request, let fields) = event {
                 let seed = Int(fields.first { $0.name == "x-seed" }!.value)!
                 serverSeed[stream] = seed
                 try loop.server.submitResponse(
                     stream: stream, headers: [HTTP2Header(":status", "200")], endStream: false)
                 try loop.server.submitData(
                     stream: stream, bytes: testBody(seed: seed + 1000, count: size), endStream: true)
-            case .data(let stream, let bytes):
+            } else if case .data(let stream, let bytes) = event {
                 serverBodies[stream, default: []] += bytes
-            default:
-                break
             }
         }
         loop.onClientEvent = { event in
@@ -154,12 +149,7 @@ import Testing
         try loop.client.submitTrailers(stream: stream, headers: [HTTP2Header("x-checksum", "abc")])
         try loop.pump()
 
-        let serverSide = loop.serverEvents.filter {
-            switch $0 {
-            case .headers, .data, .streamEnded: return true
-            default: return false
-            }
-        }
+        let serverSide = loop.serverEvents.filter(\.isMessagePart)
         #expect(
             serverSide == [
                 .headers(
@@ -169,12 +159,7 @@ import Testing
                 .headers(stream: stream, kind: .trailers, fields: [HTTP2Header("x-checksum", "abc")]),
                 .streamEnded(stream: stream),
             ])
-        let clientSide = loop.clientEvents.filter {
-            switch $0 {
-            case .headers, .data, .streamEnded: return true
-            default: return false
-            }
-        }
+        let clientSide = loop.clientEvents.filter(\.isMessagePart)
         #expect(
             clientSide == [
                 .headers(stream: stream, kind: .informational, fields: [HTTP2Header(":status", "103")]),

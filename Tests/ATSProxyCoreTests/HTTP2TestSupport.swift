@@ -64,6 +64,20 @@ final class HTTP2Loopback {
     }
 }
 
+extension HTTP2Event {
+    /// Whether the event is part of a stream's message (head, body, trailers, end), as opposed to connection or
+    /// lifecycle events. Total over the cases, so a new case has to be classified here.
+    var isMessagePart: Bool {
+        switch self {
+        case .headers, .data, .streamEnded:
+            return true
+        case .settings, .settingsAcknowledged, .streamReset, .streamResetSent, .streamClosed, .goAway, .goAwaySent,
+            .pingAcknowledged, .sessionFailed:
+            return false
+        }
+    }
+}
+
 /// Deterministic test bodies: byte `i` of body `seed` is a mix of both, so swapped or shifted chunks differ.
 func testBody(seed: Int, count: Int) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: ($0 &* 31) ^ ($0 >> 8) ^ (seed &* 131)) }
