@@ -64,6 +64,17 @@ public struct ATSDecision: Sendable, Hashable, Codable {
     /// App Review: keys on the decision path that need a justification.
     public let justificationKeys: [String]
 
+    /// The same decision for another URL with the same scheme, host, port and source (a cached
+    /// decision reused for a new path).
+    public func retargeted(_ other: RequestTarget) -> ATSDecision {
+        guard other.url != target.url else { return self }
+        return ATSDecision(
+            target: other, source: source, platform: platform, outcome: outcome, atsRequired: atsRequired,
+            requirements: requirements, exceptionKey: exceptionKey, localHost: localHost, ruleChain: ruleChain,
+            fix: fix,
+            justificationKeys: justificationKeys)
+    }
+
     /// True when the load is blocked by policy alone (cleartext); HTTPS verdicts need a handshake.
     public var isBlocked: Bool { outcome == .cleartextBlocked }
 

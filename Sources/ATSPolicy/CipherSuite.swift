@@ -25,17 +25,13 @@ public struct CipherSuite: Sendable, Hashable, Codable, CustomStringConvertible 
     }
 
     /// CBC suites with SHA-256/384 MACs (dropped from the ATS lists around iOS 15.4).
-    public var isCBCSHA2: Bool {
-        ianaName.contains("_CBC_SHA256") || ianaName.contains("_CBC_SHA384")
-    }
+    public let isCBCSHA2: Bool
 
     /// ChaCha20 suites and ECDHE_RSA_AES_256_CBC_SHA, present in code from the iOS 13 era only.
-    var isLateAddition: Bool {
-        (group == .forwardSecret && ianaName.contains("CHACHA20")) || code == 0xC014
-    }
+    let isLateAddition: Bool
 
     /// AES-GCM ECDHE suites, the only TLS 1.2 suites NIAP FCP mode keeps.
-    public var isECDHEAESGCM: Bool { group == .forwardSecret && ianaName.contains("_GCM_") }
+    public let isECDHEAESGCM: Bool
 
     public var description: String { "\(ianaName) (\(hexCode))" }
 
@@ -44,6 +40,10 @@ public struct CipherSuite: Sendable, Hashable, Codable, CustomStringConvertible 
         ianaName = iana
         openSSLName = openSSL
         self.group = group
+        // Computed once: evaluation filters the catalogue for every decision.
+        isCBCSHA2 = iana.contains("_CBC_SHA256") || iana.contains("_CBC_SHA384")
+        isLateAddition = (group == .forwardSecret && iana.contains("CHACHA20")) || code == 0xC014
+        isECDHEAESGCM = group == .forwardSecret && iana.contains("_GCM_")
     }
 
     /// Every suite any Apple ATS list has contained, in Apple's preference order.

@@ -51,20 +51,38 @@ final class ProxyConnectionDriver: TCPConnectionHandler, @unchecked Sendable {
     }
 
     private func execute(_ commands: [ProxyCommand]) {
+        // Consecutive writes to the same side are coalesced into one socket write.
+        var clientBuffer: [UInt8] = []
+        var upstreamBuffer: [UInt8] = []
+        func flush() {
+            if !clientBuffer.isEmpty {
+                client.write(clientBuffer)
+                clientBuffer.removeAll(keepingCapacity: true)
+            }
+            if !upstreamBuffer.isEmpty {
+                upstream?.write(upstreamBuffer)
+                upstreamBuffer.removeAll(keepingCapacity: true)
+            }
+        }
         for command in commands {
             switch command {
             case .writeToClient(let bytes):
-                client.write(bytes)
+                if !upstreamBuffer.isEmpty { flush() }
+                clientBuffer += bytes
+            case .writeToUpstream(let bytes):
+                if !clientBuffer.isEmpty { flush() }
+                upstreamBuffer += bytes
             case .closeClient:
+                flush()
                 closeUpstream()
                 cancelTimer()
                 client.closeAfterFlush()
                 finish()
             case .connectUpstream(let host, let port):
+                flush()
                 connectUpstream(host: host, port: port)
-            case .writeToUpstream(let bytes):
-                upstream?.write(bytes)
             case .closeUpstream:
+                flush()
                 closeUpstream()
             case .armTimer(let seconds):
                 cancelTimer()
@@ -77,6 +95,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, @unchecked Sendable {
                 log.log(record)
             }
         }
+        flush()
     }
 
     private func connectUpstream(host: String, port: Int) {

@@ -309,7 +309,7 @@ public struct ProxySession {
             return
         }
         let source = requestSource(head)
-        let decision = services.policy.snapshot.evaluator.evaluate(target, source: source)
+        let decision = services.policy.snapshot.decide(target, source: source)
         var exchange = Exchange(
             number: requestCount, start: now, method: head.method, url: url, target: target, decision: decision,
             source: source, requestHeaders: head.headers, kind: .forward, clientKeepAlive: clientKeepAlive,
@@ -379,7 +379,7 @@ public struct ProxySession {
                 keepAlive: false)
             return
         }
-        let decision = services.policy.snapshot.evaluator.evaluate(target, source: original.source)
+        let decision = services.policy.snapshot.decide(target, source: original.source)
         var exchange = Exchange(
             number: original.number, start: original.start, method: original.method, url: url, target: target,
             decision: decision, source: original.source, requestHeaders: original.requestHeaders, kind: .forward,
@@ -515,7 +515,7 @@ public struct ProxySession {
             return
         }
         let source = requestSource(head)
-        let decision = services.policy.snapshot.evaluator.evaluate(target, source: source)
+        let decision = services.policy.snapshot.decide(target, source: source)
         let passthrough =
             services.settings.isPassthroughHost(host)
             || (services.settings.passthroughPinnedDomains && decision.requirements.pins != nil)

@@ -69,11 +69,23 @@ public final class PolicyStore: Sendable {
         /// Where it came from, for logs.
         public let sourceSummary: String
         public let processName: String?
+        /// Decisions already made under this policy (the evaluator is pure, so they never change).
+        let cache = DecisionCache()
 
         public init(evaluator: ATSEvaluator, sourceSummary: String, processName: String?) {
             self.evaluator = evaluator
             self.sourceSummary = sourceSummary
             self.processName = processName
+        }
+
+        /// The decision for `target` and `source`, computed once per distinct (scheme, host,
+        /// port, source) under this policy. The URL in the returned decision is `target`'s.
+        public func decide(_ target: RequestTarget, source: RequestSource) -> ATSDecision {
+            let key = DecisionCache.Key(scheme: target.scheme, host: target.host, port: target.port, source: source)
+            if let cached = cache.lookup(key) { return cached.retargeted(target) }
+            let decision = evaluator.evaluate(target, source: source)
+            cache.store(key, decision)
+            return decision
         }
     }
 
@@ -86,4 +98,28 @@ public final class PolicyStore: Sendable {
 
     /// Replaces the policy; requests already running keep the one they started with.
     public func replace(with snapshot: Snapshot) { current.withLock { $0 = snapshot } }
+}
+
+/// A bounded cache of decisions for one policy snapshot. Thread-safe (a mutex); cleared wholesale
+/// when full, which is cheap and keeps the worst case bounded.
+final class DecisionCache: Sendable {
+    /// What a decision depends on besides the policy (the path and query do not matter to ATS).
+    struct Key: Hashable, Sendable {
+        let scheme: URLScheme
+        let host: String
+        let port: Int
+        let source: RequestSource
+    }
+
+    static let capacity = 4096
+    private let entries = Mutex<[Key: ATSDecision]>([:])
+
+    func lookup(_ key: Key) -> ATSDecision? { entries.withLock { $0[key] } }
+
+    func store(_ key: Key, _ decision: ATSDecision) {
+        entries.withLock { entries in
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries[key] = decision
+        }
+    }
 }
