@@ -210,6 +210,45 @@ import Testing
         #expect(outcome.failure != nil)
     }
 
+    @Test func pingFloodWithoutReadingAnswersIsFlooded() throws {
+        // More than 1000 PING ACKs pending (the peer never reads): nghttp2 reports NGHTTP2_ERR_FLOODED.
+        var input = RawH2.clientStart
+        for index in 0..<1500 {
+            input += RawH2.frame(type: 0x6, stream: 0, payload: RawH2.be32(0) + RawH2.be32(UInt32(index)))
+        }
+        let session = try HTTP2Session(role: .server)
+        let events = session.receive(input)
+        let output = session.takeOutbound()
+        #expect(
+            events.contains {
+                if case .sessionFailed(let error) = $0 { error.libraryCode == -904 } else { false }  // ERR_FLOODED
+            })
+        #expect(RawH2.goAwayCodes(in: output).last == HTTP2ErrorCode.enhanceYourCalm.rawValue)
+        #expect(!session.wantsRead)
+    }
+
+    @Test func zeroWindowPeerStallsTheResponseInOurBufferNotNghttp2s() throws {
+        let input =
+            RawH2.preface + RawH2.settings([(0x4, 0)]) + RawH2.settingsAck
+            + RawH2.headers(stream: 1, block: RawH2.requestBlock())
+        let session = try HTTP2Session(role: .server)
+        _ = session.receive(input)
+        try session.submitResponse(stream: 1, headers: [HTTP2Header(":status", "200")], endStream: false)
+        try session.submitData(stream: 1, bytes: [UInt8](repeating: 7, count: 100_000), endStream: true)
+        let output = session.takeOutbound()
+        let frames = RawH2.frames(in: output)
+        #expect(frames.contains { $0.type == 0x1 && $0.stream == 1 })
+        #expect(!frames.contains { $0.type == 0x0 })
+        #expect(session.sendWindow(stream: 1) == 0)
+        #expect(session.bufferedOutboundBytes(stream: 1) == 100_000)
+        #expect(session.state == .active)
+        // A WINDOW_UPDATE on the stream lets exactly that much through.
+        _ = session.receive(RawH2.frame(type: 0x8, stream: 1, payload: RawH2.be32(1000)))
+        let more = RawH2.frames(in: session.takeOutbound()).filter { $0.type == 0x0 }
+        #expect(more.reduce(0) { $0 + $1.payload.count } == 1000)
+        #expect(session.bufferedOutboundBytes(stream: 1) == 99_000)
+    }
+
     @Test func pushPromiseToClientIsAProtocolError() throws {
         let client = try HTTP2Session(role: .client)
         _ = try client.submitRequest(getRequest(), endStream: true)

@@ -286,6 +286,24 @@ import Testing
                 .headers(stream: 1, kind: .request, fields: getRequest() + [HTTP2Header("x-big", big)])))
     }
 
+    @Test func bytesOfAResetStreamStillReturnTheConnectionWindow() throws {
+        let loop = try HTTP2Loopback()
+        loop.serverConsumes = false
+        let first = try loop.client.submitRequest(getRequest("/a", method: "PUT"), endStream: false)
+        try loop.client.submitData(stream: first, bytes: testBody(seed: 1, count: 60_000), endStream: false)
+        try loop.pump()
+        // The server drops the stream without consuming, then acknowledges the bytes it held.
+        try loop.server.resetStream(stream: first, error: .cancel)
+        try loop.pump()
+        loop.server.consume(stream: first, bytes: 60_000)
+        loop.serverConsumes = true
+        let second = try loop.client.submitRequest(getRequest("/b", method: "PUT"), endStream: false)
+        try loop.client.submitData(stream: second, bytes: testBody(seed: 2, count: 200_000), endStream: true)
+        try loop.pump()
+        #expect(loop.serverEvents.contains(.streamEnded(stream: second)))
+        #expect(loop.client.bufferedOutboundBytes(stream: second) == 0)
+    }
+
     @Test func commandsOnUnknownStreamsThrowWithoutHarm() throws {
         let loop = try HTTP2Loopback()
         #expect(throws: HTTP2SessionError.self) { try loop.client.submitData(stream: 99, bytes: [1], endStream: true) }
