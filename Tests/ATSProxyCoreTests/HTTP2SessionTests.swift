@@ -27,7 +27,7 @@ import Testing
 
     @Test func simpleGetKeepsHeaderOrderAndEndsStream() throws {
         let loop = try HTTP2Loopback()
-        loop.onServerEvent = { event in
+        loop.onServerEvent = { [unowned loop] event in
             if case .headers(let stream, .request, _) = event {
                 try loop.server.submitResponse(
                     stream: stream, headers: [HTTP2Header(":status", "200"), HTTP2Header("x-b", "2")], endStream: false)
@@ -63,7 +63,7 @@ import Testing
         var serverBodies: [Int32: [UInt8]] = [:]
         var clientBodies: [Int32: [UInt8]] = [:]
         var serverSeed: [Int32: Int] = [:]
-        loop.onServerEvent = { event in
+        loop.onServerEvent = { [unowned loop] event in
             if case .headers(let stream, .request, let fields) = event {
                 let seed = Int(fields.first { $0.name == "x-seed" }!.value)!
                 serverSeed[stream] = seed
@@ -134,7 +134,7 @@ import Testing
 
     @Test func trailersAndInterimResponsesTravelBothWays() throws {
         let loop = try HTTP2Loopback()
-        loop.onServerEvent = { event in
+        loop.onServerEvent = { [unowned loop] event in
             if case .streamEnded(let stream) = event {
                 try loop.server.submitInformational(stream: stream, headers: [HTTP2Header(":status", "103")])
                 try loop.server.submitResponse(
@@ -192,7 +192,7 @@ import Testing
 
     @Test func serverResetReachesClient() throws {
         let loop = try HTTP2Loopback()
-        loop.onServerEvent = { event in
+        loop.onServerEvent = { [unowned loop] event in
             if case .headers(let stream, .request, _) = event {
                 try loop.server.resetStream(stream: stream, error: .refusedStream)
             }
