@@ -5,6 +5,7 @@ public enum NSURLErrorCode: Int, Sendable, Codable, CaseIterable {
     case cannotFindHost = -1003
     case cannotConnectToHost = -1004
     case networkConnectionLost = -1005
+    case badServerResponse = -1011
     case appTransportSecurityRequiresSecureConnection = -1022
     case secureConnectionFailed = -1200
     case serverCertificateHasBadDate = -1201
@@ -21,6 +22,7 @@ public enum NSURLErrorCode: Int, Sendable, Codable, CaseIterable {
         case .cannotFindHost: "NSURLErrorCannotFindHost"
         case .cannotConnectToHost: "NSURLErrorCannotConnectToHost"
         case .networkConnectionLost: "NSURLErrorNetworkConnectionLost"
+        case .badServerResponse: "NSURLErrorBadServerResponse"
         case .appTransportSecurityRequiresSecureConnection: "NSURLErrorAppTransportSecurityRequiresSecureConnection"
         case .secureConnectionFailed: "NSURLErrorSecureConnectionFailed"
         case .serverCertificateHasBadDate: "NSURLErrorServerCertificateHasBadDate"
@@ -41,6 +43,7 @@ public enum NSURLErrorCode: Int, Sendable, Codable, CaseIterable {
         case .cannotFindHost: return "A server with the specified hostname could not be found."
         case .cannotConnectToHost: return "Could not connect to the server."
         case .networkConnectionLost: return "The network connection was lost."
+        case .badServerResponse: return "bad server response"
         case .appTransportSecurityRequiresSecureConnection:
             return
                 "The resource could not be loaded because the App Transport Security policy requires the use of a secure connection."

@@ -48,9 +48,7 @@ public final class ProxyServer: Sendable {
                 configuration: listenerConfiguration, group: group,
                 onAccept: { [self] connection in accept(connection) },
                 onOverLimit: { connection in
-                    connection.write(
-                        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 35\r\nConnection: close\r\n\r\nats-proxy: too many connections.\r\n\r\n"
-                    )
+                    connection.write(Self.overLimitResponse)
                     connection.closeAfterFlush()
                 },
                 onRefusedClient: { [log] address in
@@ -62,6 +60,14 @@ public final class ProxyServer: Sendable {
         state.withLock { $0.listeners = listeners }
         return listeners.map(\.boundAddress)
     }
+
+    /// The 503 for clients beyond --max-connections.
+    static let overLimitResponse: [UInt8] = {
+        let body = "ats-proxy: too many connections.\r\n"
+        return Array(
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+                .utf8)
+    }()
 
     private func accept(_ connection: TCPConnection) {
         let number = state.withLock { state -> Int in

@@ -142,7 +142,7 @@ struct ProxyOptions: ParsableArguments {
         settings.idleTimeout = idleTimeout
         settings.upgradePort = upgradePort
         let addresses = (listenOverride ?? listen).compactMap(ListenAddress.init(parsing:))
-        settings.selfAuthorities = Self.selfAuthorities(addresses)
+        settings.selfAuthorities = AuthorityBook(Self.selfAuthorities(addresses))
         let onboarding = try OnboardingSite(
             certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses))
         let services = ProxyServices(
@@ -165,6 +165,7 @@ struct ProxyOptions: ParsableArguments {
             services: services, configuration: configuration, group: group,
             resolver: Resolver(overrides: resolverOverrides), log: log)
         let bound = try server.start()
+        settings.selfAuthorities.insert(contentsOf: Self.selfAuthorities(bound.map(ListenAddress.init)))
         return LaunchedProxy(
             server: server, services: services, log: log, bound: bound, caPath: caPath, authority: authority,
             loaded: loaded, snapshot: snapshot, stats: stats, report: sessionReport, reportDirectory: report)

@@ -114,9 +114,7 @@ import Testing
         _ = second
     }
 
-    @Test(
-        .disabled(
-            "BUG: the 503 says Content-Length: 35 but sends 36 body bytes (ProxyServer.start, onOverLimit)"))
+    @Test
     func overLimit503IsWellFramed() throws {
         let stack = try ProxyStack(arguments: ["--max-connections", "1"])
         let first = try RawClient(port: stack.proxy.port)
@@ -153,9 +151,7 @@ import Testing
 
     /// `--listen 127.0.0.1:0` binds an ephemeral port; requests to that bound port are still the
     /// proxy itself.
-    @Test(
-        .disabled(
-            "BUG: selfAuthorities come from the configured --listen port (0), not the bound one (RunCommand.run)"))
+    @Test
     func loopDetectionKnowsTheBoundPortOfAnEphemeralListener() throws {
         let directory = try TemporaryDirectory("ephemeral")
         let config = try directory.write("Info.plist", infoPlist(""))

@@ -5,13 +5,33 @@
 /// by an `HTTP1HeadScanner` (same 64 KiB limit and line rules as a head).
 struct HTTP1ChunkedDecoder {
     /// Where in the chunked grammar the decoder is.
+    /// Position inside `chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] )`.
+    enum ExtensionPhase {
+        /// After `;`: optional whitespace, then a name.
+        case beforeName
+        /// Inside the name token.
+        case name
+        /// Whitespace after a name: `;`, `=` or the end of the line may follow.
+        case afterName
+        /// After `=`: optional whitespace, then a token or a quoted string.
+        case beforeValue
+        /// Inside a token value.
+        case token
+        /// Inside a quoted-string value.
+        case quoted
+        /// After a backslash inside a quoted string.
+        case quotedEscape
+        /// After a value: whitespace, `;` or the end of the line.
+        case afterValue
+    }
+
     enum State {
         /// Reading hex digits of a chunk size; `digits` counted so far.
         case size(value: Int, digits: Int)
         /// Whitespace after the size: only more whitespace or `;` may follow.
         case sizeWhitespace(value: Int)
-        /// Inside chunk extensions; `quoted`/`escaped` track a quoted-string.
-        case extensions(value: Int, quoted: Bool, escaped: Bool, length: Int)
+        /// Inside chunk extensions, at `phase` of the grammar, `length` bytes in.
+        case extensions(value: Int, phase: ExtensionPhase, length: Int)
         /// Saw CR ending the size line.
         case sizeLineFeed(value: Int)
         /// Reading chunk data; `remaining` bytes of this chunk left.
@@ -88,7 +108,7 @@ struct HTTP1ChunkedDecoder {
             guard digits > 0 else { return HTTP1ParseError(.invalidChunkSize) }
             switch byte {
             case HTTP1ASCII.cr: state = .sizeLineFeed(value: value)
-            case HTTP1ASCII.semicolon: state = .extensions(value: value, quoted: false, escaped: false, length: 0)
+            case HTTP1ASCII.semicolon: state = .extensions(value: value, phase: .beforeName, length: 0)
             case HTTP1ASCII.space, HTTP1ASCII.htab: state = .sizeWhitespace(value: value)
             case HTTP1ASCII.lf: return HTTP1ParseError(.bareLF)
             default: return HTTP1ParseError(.invalidChunkSize)
@@ -96,11 +116,11 @@ struct HTTP1ChunkedDecoder {
         case .sizeWhitespace(let value):
             switch byte {
             case HTTP1ASCII.space, HTTP1ASCII.htab: break
-            case HTTP1ASCII.semicolon: state = .extensions(value: value, quoted: false, escaped: false, length: 0)
+            case HTTP1ASCII.semicolon: state = .extensions(value: value, phase: .beforeName, length: 0)
             default: return HTTP1ParseError(.invalidChunkSize)
             }
-        case .extensions(let value, let quoted, let escaped, let length):
-            return advanceExtension(byte, value: value, quoted: quoted, escaped: escaped, length: length)
+        case .extensions(let value, let phase, let length):
+            return advanceExtension(byte, value: value, phase: phase, length: length)
         case .sizeLineFeed(let value):
             guard byte == HTTP1ASCII.lf else { return HTTP1ParseError(.bareCR) }
             state = value == 0 ? .trailers : .data(remaining: value)
@@ -116,37 +136,76 @@ struct HTTP1ChunkedDecoder {
         return nil
     }
 
-    /// `chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] )`, checked by
-    /// character class: tokens, `;`, `=`, whitespace outside quotes; qdtext and quoted-pairs inside.
-    private mutating func advanceExtension(_ byte: UInt8, value: Int, quoted: Bool, escaped: Bool, length: Int)
+    /// `chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] )` (RFC 9112
+    /// §7.1.1), byte by byte: an extension without a name, a value without `=`, or bytes outside
+    /// the grammar are rejected.
+    private mutating func advanceExtension(_ byte: UInt8, value: Int, phase: ExtensionPhase, length: Int)
         -> HTTP1ParseError?
     {
         guard length < Self.extensionLimit else { return HTTP1ParseError(.invalidChunkExtension) }
-        let next = length + 1
-        if quoted {
-            guard HTTP1ASCII.isFieldValueCharacter(byte) else { return HTTP1ParseError(.invalidChunkExtension) }
-            if escaped {
-                state = .extensions(value: value, quoted: true, escaped: false, length: next)
-            } else {
-                let closes = byte == HTTP1ASCII.quote
-                state = .extensions(
-                    value: value, quoted: !closes, escaped: byte == HTTP1ASCII.backslash, length: next)
+        if byte == HTTP1ASCII.lf && phase != .quoted && phase != .quotedEscape { return HTTP1ParseError(.bareLF) }
+        let isSpace = byte == HTTP1ASCII.space || byte == HTTP1ASCII.htab
+        let isToken = HTTP1ASCII.isTokenCharacter(byte)
+        let next: ExtensionPhase
+        switch phase {
+        case .beforeName:
+            if isSpace { next = .beforeName } else if isToken { next = .name } else { return invalidExtension() }
+        case .name, .afterName:
+            if byte == HTTP1ASCII.cr {
+                state = .sizeLineFeed(value: value)
+                return nil
             }
-            return nil
+            if byte == HTTP1ASCII.semicolon {
+                next = .beforeName
+            } else if byte == HTTP1ASCII.equals {
+                next = .beforeValue
+            } else if isSpace {
+                next = .afterName
+            } else if isToken && phase == .name {
+                next = .name
+            } else {
+                return invalidExtension()
+            }
+        case .beforeValue:
+            if isSpace {
+                next = .beforeValue
+            } else if byte == HTTP1ASCII.quote {
+                next = .quoted
+            } else if isToken {
+                next = .token
+            } else {
+                return invalidExtension()
+            }
+        case .token, .afterValue:
+            if byte == HTTP1ASCII.cr {
+                state = .sizeLineFeed(value: value)
+                return nil
+            }
+            if byte == HTTP1ASCII.semicolon {
+                next = .beforeName
+            } else if isSpace {
+                next = .afterValue
+            } else if isToken && phase == .token {
+                next = .token
+            } else {
+                return invalidExtension()
+            }
+        case .quoted:
+            guard HTTP1ASCII.isFieldValueCharacter(byte) else { return invalidExtension() }
+            if byte == HTTP1ASCII.quote {
+                next = .afterValue
+            } else if byte == HTTP1ASCII.backslash {
+                next = .quotedEscape
+            } else {
+                next = .quoted
+            }
+        case .quotedEscape:
+            guard HTTP1ASCII.isFieldValueCharacter(byte) else { return invalidExtension() }
+            next = .quoted
         }
-        switch byte {
-        case HTTP1ASCII.cr:
-            state = .sizeLineFeed(value: value)
-        case HTTP1ASCII.lf:
-            return HTTP1ParseError(.bareLF)
-        case HTTP1ASCII.quote:
-            state = .extensions(value: value, quoted: true, escaped: false, length: next)
-        case HTTP1ASCII.semicolon, HTTP1ASCII.equals, HTTP1ASCII.space, HTTP1ASCII.htab:
-            state = .extensions(value: value, quoted: false, escaped: false, length: next)
-        default:
-            guard HTTP1ASCII.isTokenCharacter(byte) else { return HTTP1ParseError(.invalidChunkExtension) }
-            state = .extensions(value: value, quoted: false, escaped: false, length: next)
-        }
+        state = .extensions(value: value, phase: next, length: length + 1)
         return nil
     }
+
+    private func invalidExtension() -> HTTP1ParseError { HTTP1ParseError(.invalidChunkExtension) }
 }

@@ -88,6 +88,8 @@ public struct ProxySession {
         var fix: String?
         var consoleLines: [String] = []
         var isUpgradeRequest = false
+        /// An HTTP/1.0 client cannot read chunked bodies: they are de-chunked and end with close.
+        var clientIsHTTP10 = false
         /// Whether the request carries a body (one not yet received blocks keep-alive after a local answer).
         var requestHasBody = false
         /// The requirements the upstream is judged against (nil for cleartext).
@@ -317,6 +319,7 @@ public struct ProxySession {
         exchange.isUpgradeRequest =
             head.headers.contains("Upgrade") && head.headers.hasListElement("Connection", "upgrade")
         exchange.requestHasBody = framing != .none
+        exchange.clientIsHTTP10 = !head.version.isAtLeastHTTP11
 
         switch decision.outcome {
         case .cleartextBlocked:
@@ -406,6 +409,8 @@ public struct ProxySession {
         let permissive = services.settings.mode == .report && requirements != nil
         let key = UpstreamKey(host: host, port: port, requirements: requirements, permissive: permissive)
         var upstreamHead = head.forOrigin()
+        // The proxy speaks its own version upstream (RFC 9112 §2.5), whatever the client sent.
+        upstreamHead.version = .http11
         upstreamHead.headers = HTTP1ProxyHeaders.removingHopByHop(
             upstreamHead.headers, options: HTTP1ProxyHeaders.Options(upgrading: exchange.isUpgradeRequest))
         if !exchange.clientKeepAlive && !exchange.isUpgradeRequest {
@@ -588,7 +593,8 @@ public struct ProxySession {
         case .cannotConnectToHost: transport = .refused
         case .timedOut: transport = .timedOut
         case .networkConnectionLost: transport = .reset
-        case .appTransportSecurityRequiresSecureConnection, .secureConnectionFailed, .serverCertificateHasBadDate,
+        case .badServerResponse, .appTransportSecurityRequiresSecureConnection, .secureConnectionFailed,
+            .serverCertificateHasBadDate,
             .serverCertificateUntrusted, .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid,
             .clientCertificateRejected, .clientCertificateRequired:
             transport = .other(detail)
@@ -720,12 +726,19 @@ public struct ProxySession {
                         head.headers, options: HTTP1ProxyHeaders.Options(upgrading: true))
                     clientFraming = .tunnel
                 } else {
-                    let reframe = framing == .untilClose && exchange.clientKeepAlive
+                    if exchange.clientIsHTTP10 && (framing == .chunked || framing == .untilClose) {
+                        // HTTP/1.0 knows no chunked coding: send the body raw and end it by closing.
+                        exchange.clientKeepAlive = false
+                    }
+                    let dechunk = exchange.clientIsHTTP10 && framing == .chunked
+                    let rechunk = framing == .untilClose && exchange.clientKeepAlive
                     clientHead.headers = HTTP1ProxyHeaders.removingHopByHop(
-                        head.headers, options: HTTP1ProxyHeaders.Options(reframing: reframe))
-                    if reframe {
+                        head.headers, options: HTTP1ProxyHeaders.Options(reframing: rechunk || dechunk))
+                    if rechunk {
                         clientHead.headers.append(name: "Transfer-Encoding", value: "chunked")
                         clientFraming = .chunked
+                    } else if dechunk {
+                        clientFraming = .untilClose
                     }
                     exchange.upstreamKeepAlive =
                         framing != .untilClose
@@ -792,11 +805,7 @@ public struct ProxySession {
                 } else {
                     upstream = .none
                     commands.append(.closeUpstream)
-                    let requirements = exchange.requirements ?? Self.cleartextRequirements
-                    failExchange(
-                        verdict: UpstreamVerdict.failed(
-                            .transport(.other("invalid HTTP response from the origin: \(error.reason)")),
-                            requirements: requirements, url: exchange.url, host: exchange.target.host))
+                    failWithBadResponse("the origin's response is not valid HTTP/1.1 (\(error.reason))")
                 }
             }
         }
@@ -890,6 +899,33 @@ public struct ProxySession {
             return
         }
         respondLocally(response)
+    }
+
+    /// Answers the current exchange with 502 and -1011 (NSURLErrorBadServerResponse): the origin
+    /// answered, but not with HTTP the client could use.
+    private mutating func failWithBadResponse(_ reason: String) {
+        guard var exchange else { return close() }
+        let code = NSURLErrorCode.badServerResponse
+        let platform = services.policy.snapshot.evaluator.options.platform
+        var context = consoleContext()
+        context.taskNumber = exchange.number
+        exchange.result = .failed
+        exchange.errorCode = code.rawValue
+        exchange.streamError = nil
+        exchange.rule = reason
+        exchange.fix = nil
+        exchange.consoleLines = [
+            "\(context.prefix) \(context.taskName) finished with error [\(code.rawValue)] "
+                + CFNetworkConsole.errorText(
+                    code: code, url: exchange.url, host: exchange.target.host, platform: platform, context: context)
+        ]
+        exchange.kind = .local
+        self.exchange = exchange
+        pendingUpstream = []
+        respondLocally(
+            ATSErrorResponse.upstreamFailure(
+                url: exchange.url, error: code, streamDomain: nil, streamCode: nil, rule: reason, explanation: reason,
+                fix: nil, consoleLines: exchange.consoleLines))
     }
 
     /// Sends a locally generated response for the current exchange and finishes it.

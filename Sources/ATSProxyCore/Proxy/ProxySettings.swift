@@ -42,8 +42,9 @@ public struct ProxySettings: Sendable {
     public var headerTimeout: Double = 30
     /// Seconds an idle keep-alive client connection is kept.
     public var idleTimeout: Double = 60
-    /// host:port pairs that address the proxy itself (requests to them are never proxied).
-    public var selfAuthorities: Set<String> = []
+    /// host:port pairs that address the proxy itself (requests to them are never proxied). A
+    /// shared book, completed with the real ports once the listeners are bound.
+    public var selfAuthorities = AuthorityBook()
     /// Port used for `--cleartext upgrade` (443 unless mapped).
     public var upgradePort: Int = 443
 
@@ -121,5 +122,21 @@ final class DecisionCache: Sendable {
             if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
             entries[key] = decision
         }
+    }
+}
+
+/// A thread-safe set of `host:port` strings (the proxy's own addresses). A reference type so that
+/// addresses learnt after binding (port 0) reach every session that shares the settings.
+public final class AuthorityBook: Sendable, ExpressibleByArrayLiteral {
+    private let entries: Mutex<Set<String>>
+
+    public init(_ entries: Set<String> = []) { self.entries = Mutex(entries) }
+
+    public convenience init(arrayLiteral elements: String...) { self.init(Set(elements)) }
+
+    public func contains(_ authority: String) -> Bool { entries.withLock { $0.contains(authority) } }
+
+    public func insert(contentsOf authorities: some Sequence<String>) {
+        entries.withLock { $0.formUnion(authorities) }
     }
 }
