@@ -1,3 +1,4 @@
+import ATSProxyCore
 import ATSTLS
 import ArgumentParser
 import Foundation
@@ -6,7 +7,9 @@ import Foundation
 struct CACommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ca", abstract: "Manage the proxy's certificate authority.",
-        subcommands: [CAInitCommand.self, CAShowCommand.self, CAExportCommand.self])
+        subcommands: [
+            CAInitCommand.self, CAShowCommand.self, CAExportCommand.self, CASimulatorCommand.self,
+        ])
 }
 
 /// `ats-proxy ca init`: create the CA (or import --ca-cert/--ca-key into the CA directory).
@@ -55,19 +58,21 @@ struct CAShowCommand: ParsableCommand {
     }
 }
 
-/// `ats-proxy ca export --format pem|der [--output FILE]`: the CA certificate for devices.
+/// `ats-proxy ca export --format pem|der|mobileconfig [--output FILE]`: the CA certificate for
+/// devices; `mobileconfig` is an Apple configuration profile iOS offers to install.
 struct CAExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "export", abstract: "Write the CA certificate (never the key) as PEM or DER.")
+        commandName: "export",
+        abstract: "Write the CA certificate (never the key) as PEM, DER or an iOS configuration profile.")
 
     /// Export formats.
     enum Format: String, ExpressibleByArgument, CaseIterable {
-        case pem, der
+        case pem, der, mobileconfig
     }
 
     @OptionGroup var ca: CAOptions
 
-    @Option(name: .long, help: "pem or der.")
+    @Option(name: .long, help: "pem, der (.cer) or mobileconfig.")
     var format: Format = .pem
 
     @Option(name: .shortAndLong, help: "Write to this file instead of standard output.")
@@ -80,6 +85,8 @@ struct CAExportCommand: ParsableCommand {
             switch format {
             case .pem: bytes = try certificate.pemBytes()
             case .der: bytes = certificate.derBytes
+            case .mobileconfig:
+                bytes = try OnboardingSite(certificate: certificate, proxyAddresses: []).mobileconfig
             }
             if let output {
                 guard FileManager.default.createFile(atPath: output, contents: Data(bytes)) else {
@@ -88,6 +95,26 @@ struct CAExportCommand: ParsableCommand {
             } else {
                 FileHandle.standardOutput.write(Data(bytes))
             }
+        } catch {
+            exitWithError(error)
+        }
+    }
+}
+
+/// `ats-proxy ca simulator-command`: the commands that make the booted iOS Simulator (and macOS)
+/// trust the CA.
+struct CASimulatorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "simulator-command", abstract: "Print the command that adds the CA to the booted iOS Simulator.")
+
+    @OptionGroup var ca: CAOptions
+
+    func run() throws {
+        do {
+            let authority = try ca.loadExisting()
+            let path = authority.certificatePath ?? "ats-proxy-ca.pem"
+            print(OnboardingSite.simulatorCommand(caPath: path))
+            print("# macOS (system-wide): \(OnboardingSite.macOSCommand(caPath: path))")
         } catch {
             exitWithError(error)
         }

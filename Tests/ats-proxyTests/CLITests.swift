@@ -154,6 +154,26 @@ import Testing
                 "Apple logs: App Transport Security value for key NSAllowsArbitraryLoads must be a boolean"))
     }
 
+    @Test func caExportsAProfileAndPrintsTheSimulatorCommand() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ats-ca-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(try Self.run(["ca", "init", "--ca-dir", directory.path]).status == 0)
+        let profile = try Self.run(["ca", "export", "--format", "mobileconfig", "--ca-dir", directory.path])
+        #expect(profile.status == 0)
+        let plist = try PropertyListSerialization.propertyList(from: Data(profile.stdout.utf8), format: nil)
+        let payloads = (plist as? [String: Any])?["PayloadContent"] as? [[String: Any]]
+        #expect(payloads?.first?["PayloadType"] as? String == "com.apple.security.root")
+        let derPath = directory.appendingPathComponent("ca.cer").path
+        #expect(
+            try Self.run(["ca", "export", "--format", "der", "-o", derPath, "--ca-dir", directory.path]).status == 0)
+        let der = try #require(FileManager.default.contents(atPath: derPath))
+        #expect(payloads?.first?["PayloadContent"] as? Data == der)
+        let command = try Self.run(["ca", "simulator-command", "--ca-dir", directory.path])
+        #expect(
+            command.stdout.hasPrefix(
+                "xcrun simctl keychain booted add-root-cert \"\(directory.path)/ats-proxy-ca.pem\""))
+    }
+
     @Test func badPlatformIsAUsageError() throws {
         let result = try Self.run(["explain", "--platform", "android:14", "https://example.com/"])
         #expect(result.status == 2)
