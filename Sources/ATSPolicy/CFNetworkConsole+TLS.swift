@@ -31,20 +31,8 @@ extension CFNetworkConsole {
         code: NSURLErrorCode, url: String, host: String, platform: Platform, context: ConsoleContext,
         streamDomain: Int?, streamCode: Int?
     ) -> String {
-        let description = code.localizedDescription(host: host, platform: platform)
-        var info = ["NSLocalizedDescription=\(description)"]
-        var underlying = "Error Domain=kCFErrorDomainCFNetwork Code=\(code.rawValue) \"(null)\""
-        if let streamDomain, let streamCode {
-            info.append("_kCFStreamErrorDomainKey=\(streamDomain)")
-            info.append("_kCFStreamErrorCodeKey=\(streamCode)")
-            underlying += " UserInfo={_kCFStreamErrorDomainKey=\(streamDomain), _kCFStreamErrorCodeKey=\(streamCode)}"
-        }
-        info.append("NSErrorFailingURLStringKey=\(url)")
-        info.append("NSErrorFailingURLKey=\(url)")
-        info.append("_NSURLErrorRelatedURLSessionTaskErrorKey=(\n    \"\(context.localDataTaskName)\"\n)")
-        info.append("_NSURLErrorFailingURLSessionTaskErrorKey=\(context.localDataTaskName)")
-        info.append("NSUnderlyingError=\(context.pointerText) {\(underlying)}")
-        return
-            "Error Domain=NSURLErrorDomain Code=\(code.rawValue) \"\(description)\" UserInfo={\(info.joined(separator: ", "))}"
+        errorText(
+            code: code, url: url, host: host, platform: platform, context: context, streamDomain: streamDomain,
+            streamCode: streamCode, tlsError: false)
     }
 }

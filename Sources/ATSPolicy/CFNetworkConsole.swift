@@ -129,20 +129,25 @@ public enum CFNetworkConsole {
         return lines.map { "\(context.prefix) \($0)" }
     }
 
-    /// The `Error Domain=NSURLErrorDomain Code=… "…" UserInfo={…}` text of an NSError.
+    /// The `Error Domain=NSURLErrorDomain Code=… "…" UserInfo={…}` text of an NSError. TLS errors
+    /// carry the trust recovery suggestion and the SSL original value; connection errors
+    /// (`tlsError: false`) only the stream domain and code.
     public static func errorText(
         code: NSURLErrorCode, url: String, host: String, platform: Platform, context: ConsoleContext,
-        streamDomain: Int? = nil, streamCode: Int? = nil
+        streamDomain: Int? = nil, streamCode: Int? = nil, tlsError: Bool = true
     ) -> String {
         let description = code.localizedDescription(host: host, platform: platform)
         var info: [String] = []
         var underlying = "Error Domain=kCFErrorDomainCFNetwork Code=\(code.rawValue) \"(null)\""
         if let streamDomain, let streamCode {
-            info.append("NSLocalizedRecoverySuggestion=Would you like to connect to the server anyway?")
+            if tlsError {
+                info.append("NSLocalizedRecoverySuggestion=Would you like to connect to the server anyway?")
+            }
             info.append("_kCFStreamErrorDomainKey=\(streamDomain)")
             info.append("_kCFStreamErrorCodeKey=\(streamCode)")
+            let original = tlsError ? "_kCFNetworkCFStreamSSLErrorOriginalValue=\(streamCode), " : ""
             underlying +=
-                " UserInfo={_kCFNetworkCFStreamSSLErrorOriginalValue=\(streamCode), _kCFStreamErrorDomainKey=\(streamDomain), _kCFStreamErrorCodeKey=\(streamCode)}"
+                " UserInfo={\(original)_kCFStreamErrorDomainKey=\(streamDomain), _kCFStreamErrorCodeKey=\(streamCode)}"
         }
         info.insert("NSLocalizedDescription=\(description)", at: 0)
         info.append("NSErrorFailingURLStringKey=\(url)")

@@ -9,6 +9,8 @@ import Foundation
 struct ProxyOptions: ParsableArguments {
     @OptionGroup var policy: PolicyOptions
 
+    @OptionGroup var ca: CAOptions
+
     @Option(name: .long, help: "Address to listen on, HOST:PORT or [IPv6]:PORT (repeatable).")
     var listen: [String] = ["127.0.0.1:8080"]
 
@@ -63,15 +65,6 @@ struct ProxyOptions: ParsableArguments {
     @Option(name: .long, help: "Certificate Transparency log list (OpenSSL format) for system-rooted chains.")
     var ctLogList: String?
 
-    @Option(name: .long, help: "Directory of the proxy's CA (default: $ATS_PROXY_CA_DIR or certs/).")
-    var caDir: String?
-
-    @Option(name: .long, help: "Import an existing CA certificate (PEM); needs --ca-key.")
-    var caCert: String?
-
-    @Option(name: .long, help: "Import an existing CA private key (PEM, mode 0600).")
-    var caKey: String?
-
     @Option(name: .long, help: "Seconds to receive a request head.")
     var headerTimeout: Double = 30
 
@@ -101,7 +94,6 @@ struct ProxyOptions: ParsableArguments {
         for text in listen where ListenAddress(parsing: text) == nil {
             throw ValidationError("--listen '\(text)' is not HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080)")
         }
-        if (caCert == nil) != (caKey == nil) { throw ValidationError("--ca-cert and --ca-key go together") }
         for value in [headerTimeout, idleTimeout, connectTimeout, gracePeriod] where value <= 0 {
             throw ValidationError("timeouts must be positive")
         }
@@ -179,12 +171,11 @@ struct ProxyOptions: ParsableArguments {
     }
 
     func loadAuthority() throws -> (CertificateAuthority, String) {
-        if let caCert, let caKey {
-            return (try CertificateAuthority.load(certificatePath: caCert, keyPath: caKey), caCert)
-        }
-        let directory = CertificateAuthority.resolveDirectory(explicit: caDir)
-        let (authority, _) = try CertificateAuthority.loadOrCreate(directory: directory)
-        return (authority, (directory as NSString).appendingPathComponent(CertificateAuthority.certificateFileName))
+        let (authority, _) = try ca.loadOrCreate()
+        let path =
+            authority.certificatePath
+            ?? (ca.directory as NSString).appendingPathComponent(CertificateAuthority.certificateFileName)
+        return (authority, path)
     }
 
     /// Addresses a client can type: a wildcard listener becomes the machine's LAN addresses.
