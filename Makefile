@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make run   builds ats-proxy and runs it on its default configuration
 #   make test  builds everything and runs the whole test suite (what CI runs)
+SHELL := /bin/bash
 SWIFT ?= swift
 CONFIG ?=
 ARGS ?=
