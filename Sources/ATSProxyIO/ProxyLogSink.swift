@@ -17,6 +17,9 @@ public final class ProxyLogSink: @unchecked Sendable {
     private let queue = DispatchQueue(label: "ats-proxy.log")
     private var formatter: DiagnosticsFormatter
     private let format: Format
+    /// Whether records produce any text (JSON always; text unless --diagnostics 0). Fixed at
+    /// init so `log` can read it off the queue.
+    private let writesRecords: Bool
     private let handle: FileHandle
     /// Called for every record (after writing); the session report and status line use it.
     private let observer: (@Sendable (RequestRecord) -> Void)?
@@ -28,6 +31,7 @@ public final class ProxyLogSink: @unchecked Sendable {
     ) throws {
         self.format = format
         self.formatter = DiagnosticsFormatter(level: level, allowSecrets: allowSecrets)
+        self.writesRecords = format == .json || level > .off
         self.observer = observer
         if let path {
             if !FileManager.default.fileExists(atPath: path) {
@@ -86,8 +90,12 @@ public final class ProxyLogSink: @unchecked Sendable {
         }
     }
 
-    /// Formats and writes one record asynchronously.
+    /// Formats and writes one record asynchronously. Observers (counters, the session report)
+    /// are thread-safe and run at once; the log queue is entered only when there is text to
+    /// write, so --diagnostics 0 costs no thread hop per request.
     public func log(_ record: RequestRecord) {
+        observer?(record)
+        guard writesRecords else { return }
         queue.async { [self] in
             clearStatus()
             defer { drawStatus(force: true) }
@@ -100,7 +108,6 @@ public final class ProxyLogSink: @unchecked Sendable {
                 text = lines.isEmpty ? "" : lines.joined(separator: "\n") + "\n"
             }
             if !text.isEmpty { handle.write(Data(text.utf8)) }
-            observer?(record)
         }
     }
 

@@ -159,6 +159,8 @@ public final class TLSConnection {
     public private(set) var state: State = .idle
     public private(set) var failure: TLSFailure?
     private var transportEnded = false
+    /// Reused by `read` so that every record does not allocate and zero a fresh 16 KiB buffer.
+    private var readScratch: [UInt8] = []
 
     /// A client engine sends `serverName` as SNI (unless it is an IP literal); a server engine uses
     /// `fallbackServerName` when the client sends no SNI.
@@ -277,10 +279,12 @@ public final class TLSConnection {
         case .failed: return .failed(failure ?? TLSFailure(reason: .other, errors: []))
         case .idle, .handshaking: return .needsInput
         }
-        var buffer = [UInt8](repeating: 0, count: maximum)
+        // Nothing buffered in OpenSSL and nothing new from the peer: no record can complete.
+        if SSL_has_pending(ssl) == 0 && BIO_ctrl_pending(networkIn) == 0 && !transportEnded { return .needsInput }
+        if readScratch.count < maximum { readScratch = [UInt8](repeating: 0, count: maximum) }
         ERR_clear_error()
-        let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32(maximum)) }
-        if count > 0 { return .data(Array(buffer.prefix(Int(count)))) }
+        let count = readScratch.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32(maximum)) }
+        if count > 0 { return .data(Array(readScratch[0..<Int(count)])) }
         let error = SSL_get_error(ssl, count)
         switch error {
         case SSL_ERROR_WANT_READ where !transportEnded:
