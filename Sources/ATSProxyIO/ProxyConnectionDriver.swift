@@ -21,6 +21,8 @@ final class ProxyConnectionDriver: TCPConnectionHandler, @unchecked Sendable {
     private let log: ProxyLogSink
     private let onFinished: @Sendable () -> Void
     private var finished = false
+    /// The session asked not to read from the client (its upstream is not ready).
+    private var sessionPausedClient = false
 
     init(
         client: TCPConnection, services: ProxyServices, connectionNumber: Int, resolver: Resolver,
@@ -34,6 +36,11 @@ final class ProxyConnectionDriver: TCPConnectionHandler, @unchecked Sendable {
         self.onFinished = onFinished
         let address = client.remoteAddress?.description ?? "unknown"
         session = ProxySession(services: services, clientAddress: address, connectionNumber: connectionNumber)
+    }
+
+    /// Shutdown: asks the session to close when idle (runs on the loop).
+    func drain() {
+        loop.execute { [self] in run(.drain) }
     }
 
     /// Attaches to the client connection and starts reading.
@@ -91,6 +98,12 @@ final class ProxyConnectionDriver: TCPConnectionHandler, @unchecked Sendable {
                 }
             case .cancelTimer:
                 cancelTimer()
+            case .pauseClientReads:
+                sessionPausedClient = true
+                client.pauseReading()
+            case .resumeClientReads:
+                sessionPausedClient = false
+                if upstream?.isWritable ?? true { client.resumeReading() }
             case .log(let record):
                 log.log(record)
             }
@@ -127,7 +140,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, @unchecked Sendable {
         if let upstream {
             self.upstream = nil
             upstream.close()
-            if client.isReadingPaused && !finished { client.resumeReading() }
+            if client.isReadingPaused && !finished && !sessionPausedClient { client.resumeReading() }
         }
     }
 
@@ -164,11 +177,16 @@ final class ProxyConnectionDriver: TCPConnectionHandler, @unchecked Sendable {
     func connectionWritabilityChanged(_ connection: TCPConnection, isWritable: Bool) {
         let other = connection === client ? upstream : (connection === upstream ? client : nil)
         guard let other, other.isOpen else { return }
-        if isWritable { other.resumeReading() } else { other.pauseReading() }
+        if !isWritable {
+            other.pauseReading()
+        } else if other !== client || !sessionPausedClient {
+            other.resumeReading()
+        }
     }
 
     func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) {
         if connection === client {
+            run(.clientGone)
             connection.handler = nil
             closeUpstream()
             cancelTimer()

@@ -25,6 +25,8 @@ public final class ProxyServer: Sendable {
     let resolver: Resolver
     let log: ProxyLogSink
     private let state = Mutex<(listeners: [TCPListener], live: Int, total: Int)>(([], 0, 0))
+    /// Open sessions by connection number, so shutdown can drain them.
+    private let drivers = Mutex<[Int: ProxyConnectionDriver]>([:])
 
     public init(
         services: ProxyServices, configuration: Configuration, group: EventLoopGroup, resolver: Resolver,
@@ -78,7 +80,11 @@ public final class ProxyServer: Sendable {
         let driver = ProxyConnectionDriver(
             client: connection, services: services, connectionNumber: number, resolver: resolver,
             connectTimeout: configuration.connectTimeout, log: log,
-            onFinished: { [self] in state.withLock { $0.live -= 1 } })
+            onFinished: { [self] in
+                state.withLock { $0.live -= 1 }
+                _ = drivers.withLock { $0.removeValue(forKey: number) }
+            })
+        drivers.withLock { $0[number] = driver }
         driver.start()
     }
 
@@ -89,5 +95,12 @@ public final class ProxyServer: Sendable {
     public func stopAccepting() {
         let listeners = state.withLock { $0.listeners }
         for listener in listeners { listener.stop() }
+    }
+
+    /// Shutdown: stop accepting, close idle connections now and busy ones when their exchange ends.
+    public func drain() {
+        stopAccepting()
+        let open = drivers.withLock { Array($0.values) }
+        for driver in open { driver.drain() }
     }
 }

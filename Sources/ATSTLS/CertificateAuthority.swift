@@ -152,6 +152,10 @@ public final class CertificateAuthority: Sendable {
         guard access(directory, W_OK | X_OK) == 0 else {
             throw CertificateAuthorityError(path: directory, problem: "directory is not writable")
         }
+        // The key's directory must not be listable by others either (a git clone makes certs/ 0755).
+        guard chmod(directory, 0o700) == 0 else {
+            throw CertificateAuthorityError(path: directory, problem: "cannot restrict to mode 0700: \(errnoText())")
+        }
         let keyPath = (directory as NSString).appendingPathComponent(Self.keyFileName)
         let certPath = (directory as NSString).appendingPathComponent(Self.certificateFileName)
         try Self.writeFile(keyPath, try privateKey.pemBytes(), mode: 0o600)

@@ -71,6 +71,9 @@ struct ProxyOptions: ParsableArguments {
     @Option(name: .long, help: "Seconds an idle keep-alive client connection is kept.")
     var idleTimeout: Double = 60
 
+    @Option(name: .long, help: "Seconds an exchange may go without progress (stalled origin or request body).")
+    var exchangeTimeout: Double = 60
+
     @Option(name: .long, help: "Seconds to connect upstream.")
     var connectTimeout: Double = 15
 
@@ -94,7 +97,7 @@ struct ProxyOptions: ParsableArguments {
         for text in listen where ListenAddress(parsing: text) == nil {
             throw ValidationError("--listen '\(text)' is not HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080)")
         }
-        for value in [headerTimeout, idleTimeout, connectTimeout, gracePeriod] where value <= 0 {
+        for value in [headerTimeout, idleTimeout, exchangeTimeout, connectTimeout, gracePeriod] where value <= 0 {
             throw ValidationError("timeouts must be positive")
         }
     }
@@ -132,6 +135,7 @@ struct ProxyOptions: ParsableArguments {
         settings.processName = loaded.processName ?? "App"
         settings.headerTimeout = headerTimeout
         settings.idleTimeout = idleTimeout
+        settings.exchangeTimeout = exchangeTimeout
         settings.upgradePort = upgradePort
         let addresses = (listenOverride ?? listen).compactMap(ListenAddress.init(parsing:))
         settings.selfAuthorities = AuthorityBook(Self.selfAuthorities(addresses))
@@ -157,7 +161,10 @@ struct ProxyOptions: ParsableArguments {
             services: services, configuration: configuration, group: group,
             resolver: Resolver(overrides: resolverOverrides), log: log)
         let bound = try server.start()
-        settings.selfAuthorities.insert(contentsOf: Self.selfAuthorities(bound.map(ListenAddress.init)))
+        let boundAddresses = bound.map(ListenAddress.init)
+        settings.selfAuthorities.insert(contentsOf: Self.selfAuthorities(boundAddresses))
+        // A wildcard listener is also reachable at the machine's LAN addresses.
+        settings.selfAuthorities.insert(contentsOf: Self.reachableAddresses(boundAddresses))
         return LaunchedProxy(
             server: server, services: services, log: log, bound: bound, caPath: caPath, authority: authority,
             loaded: loaded, snapshot: snapshot, stats: stats, report: sessionReport, reportDirectory: report)
@@ -262,7 +269,7 @@ struct ProxyOptions: ParsableArguments {
         let watcher = SignalWatcher()
         let grace = Duration.milliseconds(Int(gracePeriod * 1000))
         let shutdown = GracefulShutdown(
-            gracePeriod: grace, stopAccepting: { server.stopAccepting() }, inFlight: { server.liveConnections },
+            gracePeriod: grace, stopAccepting: { server.drain() }, inFlight: { server.liveConnections },
             onFinished: { drained in
                 log.note(drained ? "stopped" : "stopped with connections still open after the grace period")
                 log.stopStatusLine()

@@ -62,7 +62,15 @@ import Testing
                 }
                 let methods = role == .response ? ["GET", "GET"] : []
                 let run = HTTP1ParseRun(bytes, role: role, methods: methods, chunkSize: 3, closeAtEnd: true)
-                #expect(run.events.count >= 0)
+                // The input ended (closeAtEnd): the last event must say where the message stands.
+                let terminal =
+                    run.events.last.map { event -> Bool in
+                        switch event {
+                        case .messageEnd, .failed, .upgraded: true
+                        case .request, .response, .body, .trailers: false
+                        }
+                    } ?? true
+                #expect(terminal, "input ended mid-message without an event saying so: \(run.events.suffix(2))")
             }
         }
     }

@@ -225,6 +225,56 @@ import Testing
         #expect(Self.closesClient(fired))
     }
 
+    @Test func headerTimerIsNotRestartedByEachByte() throws {
+        let harness = try Harness()
+        let first = harness.send("G")
+        #expect(first.contains { if case .armTimer(30) = $0 { true } else { false } })
+        let more = harness.send("ET http://localhost/ HTTP/1.1\r\n")
+        #expect(!more.contains { if case .armTimer = $0 { true } else { false } })
+    }
+
+    @Test func stalledOriginTimesOutWith504AndMinus1001() throws {
+        let harness = try Harness()
+        let start = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        #expect(start.contains { if case .armTimer(60) = $0 { true } else { false } })
+        let fired = harness.send(.timerFired)
+        let response = Self.text(Self.clientWrites(fired))
+        #expect(response.hasPrefix("HTTP/1.1 504 Gateway Timeout\r\n"))
+        #expect(response.contains("X-ATS-Error: -1001\r\n"))
+        #expect(Self.records(fired).first?.errorCode == -1001)
+    }
+
+    @Test func clientReadsPauseUntilTheUpstreamIsReady() throws {
+        let harness = try Harness()
+        let start = harness.send(
+            "POST http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\nContent-Length: 4\r\n\r\n")
+        #expect(start.contains { if case .pauseClientReads = $0 { true } else { false } })
+        let connected = harness.send(.upstreamConnected)
+        #expect(connected.contains { if case .resumeClientReads = $0 { true } else { false } })
+    }
+
+    @Test func aClientThatLeavesMidExchangeIsLogged() throws {
+        let harness = try Harness()
+        _ = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        _ = harness.send(.upstreamConnected)
+        let gone = harness.send(.clientGone)
+        let record = try #require(Self.records(gone).first)
+        #expect(record.result == .failed)
+        #expect(record.rule == "the client closed the connection before the response was complete")
+        #expect(gone.contains { if case .closeUpstream = $0 { true } else { false } })
+    }
+
+    @Test func drainClosesAnIdleConnectionAndABusyOneAfterItsExchange() throws {
+        let idle = try Harness()
+        #expect(Self.closesClient(idle.send(.drain)))
+        let busy = try Harness()
+        _ = busy.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        _ = busy.send(.upstreamConnected)
+        #expect(!Self.closesClient(busy.send(.drain)))
+        let done = busy.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx".utf8)))
+        #expect(Self.closesClient(done))
+    }
+
     // MARK: - HTTPS interception, pumped in memory
 
     /// Runs the client handshake with the session (which answers CONNECT) until it completes.

@@ -98,8 +98,9 @@ struct LeafCertificateCacheTests {
         for _ in 0..<hits { _ = try cache.leaf(for: "hit.test") }
         let hit = Double(DispatchTime.now().uptimeNanoseconds - hitStart) / Double(hits) / 1e3
         print("MEASURE mint \(mint) ms per leaf, cache hit \(hit) µs")
-        // Loose bounds: debug build on a shared 2-core machine (release numbers are in the report).
-        #expect(mint < 10)
-        #expect(hit < 100)
+        // No timing assertion: timings belong to the benchmark, not to tests on a shared machine.
+        // What must hold is that a hit returns the same leaf instead of minting a new one.
+        let again = try cache.leaf(for: "hit.test")
+        #expect(again.certificate.derBytes == (try cache.leaf(for: "hit.test")).certificate.derBytes)
     }
 }

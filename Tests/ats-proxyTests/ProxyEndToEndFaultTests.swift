@@ -238,10 +238,11 @@ import Testing
     }
 
     @Test func headerAndIdleTimeouts() throws {
-        let stack = try ProxyStack(arguments: ["--header-timeout", "1", "--idle-timeout", "1"])
-        let slow = try RawClient(port: stack.proxy.port, timeout: 5)
+        // The header timeout alone must produce the 408: the idle timeout is far longer here.
+        let headerStack = try ProxyStack(arguments: ["--header-timeout", "1", "--idle-timeout", "30"])
+        let slow = try RawClient(port: headerStack.proxy.port, timeout: 5)
         let start = Date()
-        slow.send("GET \(stack.legacy)/hello HTTP/1.1\r\n")
+        slow.send("GET \(headerStack.legacy)/hello HTTP/1.1\r\n")
         let (bytes, closed) = slow.readToEnd()
         #expect(
             String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 408 "),
@@ -249,6 +250,7 @@ import Testing
         #expect(closed)
         #expect(Date().timeIntervalSince(start) < 4)
 
+        let stack = try ProxyStack(arguments: ["--header-timeout", "30", "--idle-timeout", "1"])
         let idle = try RawClient(port: stack.proxy.port, timeout: 5)
         idle.send("GET \(stack.legacy)/hello HTTP/1.1\r\nHost: legacy.example.test:\(stack.plainOrigin.port)\r\n\r\n")
         let response = try #require(idle.readResponse())

@@ -18,6 +18,10 @@ public enum ProxyEvent: Sendable {
     case upstreamReset
     /// The timer the session armed fired.
     case timerFired
+    /// The client connection is gone (closed or reset by the peer): log what was in flight.
+    case clientGone
+    /// The proxy is shutting down: close when idle, otherwise finish the current exchange and close.
+    case drain
 }
 
 /// What the driver must do for a session, in order.
@@ -36,6 +40,10 @@ public enum ProxyCommand: Sendable {
     case armTimer(seconds: Double)
     /// Disarm the session's timer.
     case cancelTimer
+    /// Stop reading from the client until `resumeClientReads` (the upstream is not ready yet).
+    case pauseClientReads
+    /// Read from the client again.
+    case resumeClientReads
     /// A finished request for the log sinks.
     case log(RequestRecord)
 }

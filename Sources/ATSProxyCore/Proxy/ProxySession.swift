@@ -112,6 +112,9 @@ public struct ProxySession {
     /// Plaintext waiting for the upstream to become ready.
     var pendingUpstream: [UInt8] = []
     var clientReadsPaused = false
+    var headerTimerRunning = false
+    /// Set by `drain`: close as soon as the current exchange ends.
+    var draining = false
     var commands: [ProxyCommand] = []
     var now = Date(timeIntervalSince1970: 0)
 
@@ -140,6 +143,8 @@ public struct ProxySession {
         case .upstreamEOF: upstreamEOF(reset: false)
         case .upstreamReset: upstreamEOF(reset: true)
         case .timerFired: timerFired()
+        case .clientGone: clientGone()
+        case .drain: drain()
         }
         if case .closed = phase {
         } else {
@@ -389,6 +394,8 @@ public struct ProxySession {
             clientKeepAlive: original.clientKeepAlive, requestWriter: original.requestWriter,
             rule: "cleartext \(original.url) upgraded to https:// (--cleartext upgrade); \(decision.ruleSummary)")
         exchange.isUpgradeRequest = original.isUpgradeRequest
+        exchange.requestHasBody = original.requestHasBody
+        exchange.clientIsHTTP10 = original.clientIsHTTP10
         var upstreamHead = head
         upstreamHead.target = .origin(path.hasPrefix("/") ? path : "/" + path)
         upstreamHead.headers.replaceOrAppend(name: "Host", value: port == 443 ? host : "\(host):\(port)")
@@ -424,10 +431,12 @@ public struct ProxySession {
         case .ready(let current, _) where current == key:
             break
         case .none:
+            pendingUpstream = []
             openUpstream(key)
         case .connecting, .handshaking, .ready:
             commands.append(.closeUpstream)
             upstream = .none
+            pendingUpstream = []
             openUpstream(key)
         }
         sendToUpstream(bytes)
@@ -435,7 +444,6 @@ public struct ProxySession {
 
     private mutating func openUpstream(_ key: UpstreamKey) {
         upstream = .connecting(key)
-        pendingUpstream = []
         commands.append(.connectUpstream(host: key.host, port: key.port))
     }
 
@@ -1016,11 +1024,29 @@ public struct ProxySession {
             }
             upstream = .none
         }
-        if !exchange.clientKeepAlive {
+        if !exchange.clientKeepAlive || draining {
             close()
             return
         }
         resumeParserIfIdle()
+    }
+
+    /// The client went away: log what was in flight (the app's request was abandoned).
+    private mutating func clientGone() {
+        if var exchange, !exchange.responseDone {
+            exchange.result = .failed
+            exchange.rule = "the client closed the connection before the response was complete"
+            self.exchange = exchange
+            logExchange()
+            self.exchange = nil
+        }
+        close()
+    }
+
+    /// Shutdown: an idle connection closes now; a busy one closes when its exchange ends.
+    private mutating func drain() {
+        draining = true
+        if exchange == nil { close() }
     }
 
     private mutating func resumeParserIfIdle() {
@@ -1096,7 +1122,25 @@ public struct ProxySession {
     }
 
     private mutating func timerFired() {
-        guard exchange == nil else { return }
+        if let exchange {
+            if exchange.responseStarted || exchange.kind != .forward {
+                close()
+            } else {
+                // Nothing from the origin (connect, TLS or response head) in time: -1001, 504.
+                if case .none = upstream {
+                } else {
+                    commands.append(.closeUpstream)
+                }
+                upstream = .none
+                let requirements = exchange.requirements ?? Self.cleartextRequirements
+                failExchange(
+                    verdict: UpstreamVerdict.failed(
+                        .transport(.timedOut), requirements: requirements, url: exchange.url,
+                        host: exchange.target.host))
+                if self.exchange != nil { close() }
+            }
+            return
+        }
         if case .http = phase, !parser.isIdle {
             answerLocally(
                 status: 408, reason: "Request Timeout", body: "ats-proxy: request head not received in time\n",
@@ -1106,20 +1150,40 @@ public struct ProxySession {
         close()
     }
 
+    /// Which timer is armed: the idle and exchange timers restart on every event (inactivity);
+    /// the header timer runs from the first byte of a head until it is complete, so a client
+    /// trickling a byte at a time cannot hold the connection.
     private mutating func updateTimer() {
         switch phase {
-        case .http, .clientHandshake:
+        case .http, .clientHandshake, .passthroughProbe, .passthroughConnecting:
             if exchange != nil {
-                commands.append(.cancelTimer)
+                headerTimerRunning = false
+                commands.append(.armTimer(seconds: services.settings.exchangeTimeout))
             } else if parser.isIdle {
+                headerTimerRunning = false
                 commands.append(.armTimer(seconds: services.settings.idleTimeout))
-            } else {
+            } else if !headerTimerRunning {
+                headerTimerRunning = true
                 commands.append(.armTimer(seconds: services.settings.headerTimeout))
             }
-        case .relay, .passthroughProbe, .passthroughConnecting:
+        case .relay:
+            headerTimerRunning = false
             commands.append(.cancelTimer)
         case .closed:
             break
+        }
+        let wantsPause = exchange != nil && upstreamPending
+        if wantsPause != clientReadsPaused {
+            clientReadsPaused = wantsPause
+            commands.append(wantsPause ? .pauseClientReads : .resumeClientReads)
+        }
+    }
+
+    /// The upstream is opening (TCP or TLS): client bytes would only pile up in memory.
+    private var upstreamPending: Bool {
+        switch upstream {
+        case .connecting, .handshaking: true
+        case .none, .ready: false
         }
     }
 

@@ -42,6 +42,9 @@ public struct ProxySettings: Sendable {
     public var headerTimeout: Double = 30
     /// Seconds an idle keep-alive client connection is kept.
     public var idleTimeout: Double = 60
+    /// Seconds an exchange may go without any progress from either side (a stalled origin
+    /// handshake or response, or a client that stops sending its body).
+    public var exchangeTimeout: Double = 60
     /// host:port pairs that address the proxy itself (requests to them are never proxied). A
     /// shared book, completed with the real ports once the listeners are bound.
     public var selfAuthorities = AuthorityBook()
