@@ -67,44 +67,93 @@ public struct RequestTarget: Sendable, Hashable, Codable, CustomStringConvertibl
 
     /// Parses an absolute http/https/ws/wss URL.
     public init(parsing text: String) throws(ParseError) {
-        guard let schemeEnd = text.range(of: "://") else { throw .notAbsolute(text) }
-        let schemeText = String(text[..<schemeEnd.lowerBound])
-        guard !schemeText.isEmpty,
-            schemeText.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
-        else { throw .notAbsolute(text) }
+        // Byte-level parsing: this runs for every proxied request, and Foundation's range(of:)
+        // and Character properties showed up in the proxy's profile.
+        let bytes = text.utf8
+        guard let schemeEnd = Self.firstSchemeSeparator(in: bytes) else { throw .notAbsolute(text) }
+        let schemeBytes = bytes[bytes.startIndex..<schemeEnd]
+        guard !schemeBytes.isEmpty, schemeBytes.allSatisfy(Self.isSchemeByte) else { throw .notAbsolute(text) }
+        let schemeText = String(text[..<schemeEnd])
         guard let scheme = URLScheme(urlScheme: schemeText) else {
             throw .unsupportedScheme(text, scheme: schemeText.lowercased())
         }
-        var rest = text[schemeEnd.upperBound...]
-        if let end = rest.firstIndex(where: { "/?#".contains($0) }) { rest = rest[..<end] }
-        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+        let restStart = bytes.index(schemeEnd, offsetBy: 3)
+        var rest = text[restStart...]
+        if let end = rest.utf8.firstIndex(where: {
+            $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
+        }) {
+            rest = rest[..<end]
+        }
+        if let at = rest.utf8.lastIndex(of: UInt8(ascii: "@")) { rest = rest[rest.utf8.index(after: at)...] }
         var hostText: Substring
         var portText: Substring?
-        if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]") else { throw .notAbsolute(text) }
-            hostText = rest[rest.index(after: rest.startIndex)..<close]
-            let after = rest[rest.index(after: close)...]
-            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty { throw .notAbsolute(text) }
+        if rest.utf8.first == UInt8(ascii: "[") {
+            guard let close = rest.utf8.firstIndex(of: UInt8(ascii: "]")) else { throw .notAbsolute(text) }
+            hostText = rest[rest.utf8.index(after: rest.startIndex)..<close]
+            let after = rest[rest.utf8.index(after: close)...]
+            if after.utf8.first == UInt8(ascii: ":") {
+                portText = after.dropFirst()
+            } else if !after.isEmpty {
+                throw .notAbsolute(text)
+            }
             guard IPAddress(parsing: String(hostText)) != nil else { throw .notAbsolute(text) }
-        } else if let colon = rest.lastIndex(of: ":") {
+        } else if let colon = rest.utf8.lastIndex(of: UInt8(ascii: ":")) {
             hostText = rest[..<colon]
-            portText = rest[rest.index(after: colon)...]
+            portText = rest[rest.utf8.index(after: colon)...]
             // More than one colon outside brackets: an IPv6 literal without its brackets.
-            guard !hostText.contains(":") else { throw .notAbsolute(text) }
+            guard !hostText.utf8.contains(UInt8(ascii: ":")) else { throw .notAbsolute(text) }
         } else {
             hostText = rest
         }
-        guard !hostText.isEmpty, !hostText.contains(where: \.isWhitespace) else {
-            throw .notAbsolute(text)
-        }
+        guard !hostText.isEmpty, !Self.containsWhitespace(hostText) else { throw .notAbsolute(text) }
         var port: Int?
         if let portText, !portText.isEmpty {
-            guard portText.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(portText),
-                (1...65535).contains(value)
+            guard portText.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+                let value = Int(portText), (1...65535).contains(value)
             else { throw .badPort(text) }
             port = value
         }
         self.init(scheme: scheme, host: String(hostText), port: port, url: text)
+    }
+
+    /// The index of the first `://`.
+    private static func firstSchemeSeparator(in bytes: String.UTF8View) -> String.Index? {
+        var index = bytes.startIndex
+        while index != bytes.endIndex {
+            if bytes[index] == UInt8(ascii: ":") {
+                let slash1 = bytes.index(after: index)
+                if slash1 != bytes.endIndex, bytes[slash1] == UInt8(ascii: "/") {
+                    let slash2 = bytes.index(after: slash1)
+                    if slash2 != bytes.endIndex, bytes[slash2] == UInt8(ascii: "/") { return index }
+                }
+            }
+            index = bytes.index(after: index)
+        }
+        return nil
+    }
+
+    /// ASCII letters, digits, `+`, `-` and `.`.
+    private static func isSchemeByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// ASCII white space by byte; non-ASCII text falls back to Unicode's definition.
+    private static func containsWhitespace(_ text: Substring) -> Bool {
+        var nonASCII = false
+        for byte in text.utf8 {
+            switch byte {
+            case 0x09...0x0D, 0x20: return true
+            case 0x80...: nonASCII = true
+            default: continue
+            }
+        }
+        return nonASCII && text.contains(where: \.isWhitespace)
     }
 
     /// The IP address if the host is an IP literal.

@@ -80,11 +80,12 @@ final class ProxyConnectionDriver: TCPConnectionHandler, @unchecked Sendable {
                 if !clientBuffer.isEmpty { flush() }
                 upstreamBuffer += bytes
             case .closeClient:
+                // finish() waits for connectionDidClose: the write queue must reach the client
+                // before the connection stops counting as live (shutdown waits for live ones).
                 flush()
                 closeUpstream()
                 cancelTimer()
                 client.closeAfterFlush()
-                finish()
             case .connectUpstream(let host, let port):
                 flush()
                 connectUpstream(host: host, port: port)
