@@ -3,7 +3,8 @@ import Testing
 
 /// `ats-proxy exec` running real scripts that make allowed and blocked requests with curl.
 @Suite(.serialized) struct ExecTests {
-    /// A plain HTTP origin (Python's http.server) on a free loopback port, killed on release.
+    /// The e2e fixture origin (`Fixtures/origin.py`, plain HTTP) on a free loopback port; it is
+    /// the direct child, killed by PID on release, and exits by itself after 120 s regardless.
     final class Origin {
         let directory: TemporaryDirectory
         let child: Child
@@ -11,18 +12,17 @@ import Testing
 
         init() throws {
             directory = try TemporaryDirectory("exec-origin")
-            try Data("hello\n".utf8).write(to: directory.url.appendingPathComponent("hello.txt"))
             port = try E2E.freePort()
             child = try Child(
                 executable: "/usr/bin/env",
                 arguments: [
-                    "timeout", "60", "python3", "-m", "http.server", "\(port)", "--bind", "127.0.0.1", "--directory",
-                    directory.path,
+                    "python3", E2E.fixture("origin.py"), "--name", "exec", "--log", directory.file("requests.log"),
+                    "--port", "\(port)", "--lifetime", "120",
                 ],
                 directory: directory, label: "origin")
             _ = E2E.poll(timeout: 10) { () -> Bool? in
                 let probe = try? E2E.run(
-                    "/usr/bin/curl", ["-s", "-o", "/dev/null", "--noproxy", "*", "http://127.0.0.1:\(port)/hello.txt"],
+                    "/usr/bin/curl", ["-s", "-o", "/dev/null", "--noproxy", "*", "http://127.0.0.1:\(port)/hello"],
                     timeout: 5)
                 return probe?.status == 0 ? true : nil
             }
@@ -52,7 +52,7 @@ import Testing
             grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE"
             [ "$CURL_CA_BUNDLE" = "$SSL_CERT_FILE" ] && [ "$NODE_EXTRA_CA_CERTS" = "$SSL_CERT_FILE" ] && echo same-bundle
             grep -q "$(sed -n 2p "$ATS_PROXY_CA_CERT")" "$SSL_CERT_FILE" && echo has-proxy-ca
-            curl -s -o /dev/null -w "allowed %{http_code}\\n" http://localhost:\(origin.port)/hello.txt
+            curl -s -o /dev/null -w "allowed %{http_code}\\n" http://localhost:\(origin.port)/hello
             curl -s -o /dev/null -w "blocked %{http_code}\\n" http://example.com/
             """)
         let result = try Self.exec(["--", script])
@@ -75,7 +75,7 @@ import Testing
 
     @Test func cleanRunKeepsZeroAndFailuresKeepTheirStatus() throws {
         let origin = try Origin()
-        let clean = try Self.script("curl -sf -o /dev/null http://localhost:\(origin.port)/hello.txt")
+        let clean = try Self.script("curl -sf -o /dev/null http://localhost:\(origin.port)/hello")
         #expect(try Self.exec(["--", clean]).status == 0)
         let failing = try Self.script("exit 7")
         #expect(try Self.exec(["--", failing]).status == 7)

@@ -26,6 +26,7 @@ import hashlib
 import http.server
 import itertools
 import json
+import os
 import socket
 import socketserver
 import ssl
@@ -337,7 +338,12 @@ def main():
     parser.add_argument("--cert")
     parser.add_argument("--key")
     parser.add_argument("--tls-version", choices=["1.1", "1.2", "1.3", "any"], default="any")
+    parser.add_argument("--lifetime", type=float, default=300, help="exit after this many seconds")
     args = parser.parse_args()
+    # Bounded: the server stops by itself even if the test that started it dies.
+    stopper = threading.Timer(args.lifetime, lambda: os._exit(0))
+    stopper.daemon = True
+    stopper.start()
 
     server = Server(("127.0.0.1", args.port), Handler)
     server.name = args.name
