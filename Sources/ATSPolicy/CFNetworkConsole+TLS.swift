@@ -14,14 +14,9 @@ extension CFNetworkConsole {
             lines.append("\(connection) failed to connect \(streamDomain):\(streamCode), reason -1")
         }
         lines.append("\(connection) encountered error(\(streamDomain):\(streamCode))")
-        lines.append(
-            "\(context.taskName) HTTP load failed, 0/0 bytes (error code: \(code.rawValue) [\(streamDomain):\(streamCode)])"
-        )
-        lines.append(
-            "\(context.taskName) finished with error [\(code.rawValue)] "
-                + connectionErrorText(
-                    code: code, url: url, host: host, platform: platform, context: context, streamDomain: streamDomain,
-                    streamCode: streamCode))
+        lines += taskFailedLines(
+            url: url, host: host, code: code, streamDomain: streamDomain, streamCode: streamCode, platform: platform,
+            context: context, tlsError: false)
         return lines.map { "\(context.prefix) \($0)" }
     }
 

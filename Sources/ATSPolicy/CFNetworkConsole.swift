@@ -118,15 +118,25 @@ public enum CFNetworkConsole {
         }
         lines.append("\(connection) encountered error(\(streamDomain):\(streamCode))")
         lines.append("\(connection) unable to determine interface type without an established connection")
-        lines.append(
-            "\(context.taskName) HTTP load failed, 0/0 bytes (error code: \(code.rawValue) [\(streamDomain):\(streamCode)])"
-        )
-        lines.append(
+        lines += taskFailedLines(
+            url: url, host: host, code: code, streamDomain: streamDomain, streamCode: streamCode, platform: platform,
+            context: context, tlsError: true)
+        return lines.map { "\(context.prefix) \($0)" }
+    }
+
+    /// The two task lines every failed load ends with: `HTTP load failed, 0/0 bytes (error code: …)`
+    /// and `finished with error [...] Error Domain=…` (without the console prefix).
+    static func taskFailedLines(
+        url: String, host: String, code: NSURLErrorCode, streamDomain: Int, streamCode: Int, platform: Platform,
+        context: ConsoleContext, tlsError: Bool
+    ) -> [String] {
+        [
+            "\(context.taskName) HTTP load failed, 0/0 bytes (error code: \(code.rawValue) [\(streamDomain):\(streamCode)])",
             "\(context.taskName) finished with error [\(code.rawValue)] "
                 + errorText(
                     code: code, url: url, host: host, platform: platform, context: context, streamDomain: streamDomain,
-                    streamCode: streamCode))
-        return lines.map { "\(context.prefix) \($0)" }
+                    streamCode: streamCode, tlsError: tlsError),
+        ]
     }
 
     /// The `Error Domain=NSURLErrorDomain Code=… "…" UserInfo={…}` text of an NSError. TLS errors

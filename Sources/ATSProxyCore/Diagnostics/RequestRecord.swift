@@ -23,6 +23,8 @@ public struct RequestRecord: Sendable, Codable {
     public var taskID: String
     public var method: String
     public var url: String
+    /// The host of `url`, as the policy saw it (lower-cased, no brackets).
+    public var host: String
     public var httpProtocol: String
     public var source: RequestSource
     public var result: Result
@@ -54,7 +56,8 @@ public struct RequestRecord: Sendable, Codable {
     }
 
     public init(
-        time: Date, clientAddress: String, taskID: String, method: String, url: String, httpProtocol: String,
+        time: Date, clientAddress: String, taskID: String, method: String, url: String, host: String? = nil,
+        httpProtocol: String,
         source: RequestSource, result: Result, atsRequired: Bool, ruleChain: [String], rule: String, fix: String? = nil,
         errorCode: Int? = nil, streamError: String? = nil, status: Int? = nil, tls: [String: String]? = nil,
         requestHeaders: [HeaderField] = [], responseHeaders: [HeaderField] = [], bytesFromClient: Int = 0,
@@ -65,6 +68,7 @@ public struct RequestRecord: Sendable, Codable {
         self.taskID = taskID
         self.method = method
         self.url = url
+        self.host = host ?? RequestTarget.hostOf(url)
         self.httpProtocol = httpProtocol
         self.source = source
         self.result = result
@@ -97,5 +101,12 @@ public enum SecretRedactor {
             guard secretNames.contains(field.name.lowercased()) else { return field }
             return RequestRecord.HeaderField(name: field.name, value: "<redacted \(field.value.utf8.count) bytes>")
         }
+    }
+}
+
+extension RequestTarget {
+    /// The host of an absolute URL, or the URL itself when it cannot be parsed.
+    static func hostOf(_ url: String) -> String {
+        (try? RequestTarget(parsing: url))?.host ?? url
     }
 }

@@ -26,7 +26,7 @@ public final class SessionStats: Sendable {
 
     /// Counts one finished request.
     public func record(_ record: RequestRecord) {
-        let host = RequestTarget.hostOf(record.url)
+        let host = record.host
         state.withLock { state in
             state.snapshot.requests += 1
             switch record.result {
@@ -51,12 +51,5 @@ public final class SessionStats: Sendable {
     static func isTLSOrPolicyFailure(_ code: Int?) -> Bool {
         guard let code else { return true }
         return code == -1022 || (-1206 ... -1200).contains(code)
-    }
-}
-
-extension RequestTarget {
-    /// The host of an absolute URL, or the URL itself when it cannot be parsed.
-    static func hostOf(_ url: String) -> String {
-        (try? RequestTarget(parsing: url))?.host ?? url
     }
 }

@@ -1060,7 +1060,8 @@ public struct ProxySession {
         let redirectNote = ""
         let record = RequestRecord(
             time: exchange.start, clientAddress: clientAddress, taskID: "\(taskUUID.uuidString)>.<\(exchange.number)",
-            method: exchange.method, url: exchange.url, httpProtocol: "http/1.1", source: exchange.source,
+            method: exchange.method, url: exchange.url, host: exchange.target.host, httpProtocol: "http/1.1",
+            source: exchange.source,
             result: exchange.result, atsRequired: exchange.decision.atsRequired,
             ruleChain: exchange.decision.ruleChain.map(\.text), rule: exchange.rule + redirectNote, fix: exchange.fix,
             errorCode: exchange.errorCode, streamError: exchange.streamError, status: exchange.responseStatus,
@@ -1077,7 +1078,8 @@ public struct ProxySession {
         let record = RequestRecord(
             time: now, clientAddress: clientAddress, taskID: "\(taskUUID.uuidString)>.<\(requestCount)",
             method: "CONNECT",
-            url: "https://\(tunnel.host):\(tunnel.port)/", httpProtocol: "http/1.1", source: .urlsession,
+            url: "https://\(tunnel.host):\(tunnel.port)/", host: tunnel.host, httpProtocol: "http/1.1",
+            source: .urlsession,
             result: .failed,
             atsRequired: false, ruleChain: [],
             rule:

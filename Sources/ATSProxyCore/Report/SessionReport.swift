@@ -83,7 +83,7 @@ public final class SessionReport: Sendable {
 
     /// Adds one finished request (requests to the proxy's own onboarding name are ignored).
     public func record(_ record: RequestRecord) {
-        if let target = try? RequestTarget(parsing: record.url), Self.proxyOwnHosts.contains(target.host) { return }
+        if Self.proxyOwnHosts.contains(record.host) { return }
         state.withLock { $0.add(record) }
     }
 
