@@ -3,32 +3,62 @@ import ATSProxyCore
 import Foundation
 
 /// Runs one `ProxySession` on one event loop: feeds it socket events with the current time and
-/// executes its commands on the client connection, the upstream connection and the timer.
-/// Back-pressure is handled here: when one side's write queue passes its high watermark, reading
-/// from the other side pauses until it drains.
+/// executes its commands on the client connection, the upstream connections and the timers.
+///
+/// A session has lane 0 (its own upstream and timer) and, once an intercepted client speaks HTTP/2,
+/// one lane per stream session (`ProxyEvent.stream` / `ProxyCommand.stream`). Back-pressure is
+/// handled here: when the client's write queue passes its high watermark every lane's upstream stops
+/// being read; when a lane's upstream write queue does, the client stops being read, until they drain.
+///
+/// Upstream connections come from the loop's `UpstreamPool` when the session allows reuse: a parked
+/// HTTP/1.1 connection, or a channel of a shared HTTP/2 link; idle ones go back to it.
+///
+/// Events are handled one at a time: an event raised while the session's commands are being run (a
+/// pooled connection handed over, a channel's bytes) waits until they are done, so the bytes of the
+/// session's TLS engines reach the sockets in the order they were produced.
 ///
 /// Loop-confined: every method runs on `loop` (the invariant behind `@unchecked Sendable`). The
 /// connections hold this driver as their handler until they close.
-final class ProxyConnectionDriver: TCPConnectionHandler, @unchecked Sendable {
+final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @unchecked Sendable {
+    /// The upstream connection (or HTTP/2 channel) and timer of one lane.
+    final class Lane {
+        let id: Int32
+        var upstream: TCPConnection?
+        /// A channel of a shared HTTP/2 link, instead of a connection of its own.
+        var channel: (link: UpstreamLinkDriver, id: UpstreamH2Link.ChannelID)?
+        /// The channel asked for no more request bytes for now.
+        var channelBlocked = false
+        var connector: TCPConnector?
+        var timer: LoopTimer?
+        /// The session asked not to read this upstream (its client is not taking the bytes).
+        var readsPausedBySession = false
+
+        init(id: Int32) { self.id = id }
+    }
+
     let loop: EventLoop
     let client: TCPConnection
     private var session: ProxySession
-    private var upstream: TCPConnection?
-    private var connector: TCPConnector?
-    private var timer: LoopTimer?
+    private var lanes: [Int32: Lane] = [:]
+    private var laneOfConnection: [ObjectIdentifier: Int32] = [:]
     private let resolver: Resolver
     private let connectTimeout: Duration
     private let log: ProxyLogSink
+    private let pool: UpstreamPool
     private let onFinished: @Sendable () -> Void
     private var finished = false
+    /// Events raised while commands run wait here (see the type's contract).
+    private var pendingEvents: [ProxyEvent] = []
+    private var running = false
     /// The session asked not to read from the client (its upstream is not ready).
     private var sessionPausedClient = false
 
     init(
         client: TCPConnection, services: ProxyServices, connectionNumber: Int, resolver: Resolver,
-        connectTimeout: Duration, log: ProxyLogSink, onFinished: @escaping @Sendable () -> Void
+        connectTimeout: Duration, log: ProxyLogSink, pool: UpstreamPool, onFinished: @escaping @Sendable () -> Void
     ) {
         self.loop = client.loop
+        self.pool = pool
         self.client = client
         self.resolver = resolver
         self.connectTimeout = connectTimeout
@@ -54,100 +84,243 @@ final class ProxyConnectionDriver: TCPConnectionHandler, @unchecked Sendable {
     private func run(_ event: ProxyEvent) {
         loop.assertInLoop()
         guard !finished else { return }
+        if running {
+            pendingEvents.append(event)
+            return
+        }
+        running = true
         execute(session.handle(event, now: Date()))
+        while !pendingEvents.isEmpty && !finished {
+            let next = pendingEvents.removeFirst()
+            execute(session.handle(next, now: Date()))
+        }
+        pendingEvents = []
+        running = false
+    }
+
+    private func run(lane: Int32, _ event: ProxyEvent) {
+        run(lane == 0 ? event : .stream(lane, event))
+    }
+
+    private func lane(_ id: Int32) -> Lane {
+        if let lane = lanes[id] { return lane }
+        let lane = Lane(id: id)
+        lanes[id] = lane
+        return lane
     }
 
     private func execute(_ commands: [ProxyCommand]) {
         // Consecutive writes to the same side are coalesced into one socket write.
         var clientBuffer: [UInt8] = []
         var upstreamBuffer: [UInt8] = []
+        var upstreamLane: Int32 = 0
         func flush() {
             if !clientBuffer.isEmpty {
                 client.write(clientBuffer)
                 clientBuffer.removeAll(keepingCapacity: true)
             }
             if !upstreamBuffer.isEmpty {
-                upstream?.write(upstreamBuffer)
+                if let lane = lanes[upstreamLane] {
+                    if let channel = lane.channel {
+                        channel.link.write(upstreamBuffer, channel: channel.id)
+                    } else {
+                        lane.upstream?.write(upstreamBuffer)
+                    }
+                }
                 upstreamBuffer.removeAll(keepingCapacity: true)
             }
         }
-        for command in commands {
+        func perform(_ command: ProxyCommand, lane id: Int32) {
             switch command {
             case .writeToClient(let bytes):
                 if !upstreamBuffer.isEmpty { flush() }
                 clientBuffer += bytes
             case .writeToUpstream(let bytes):
-                if !clientBuffer.isEmpty { flush() }
+                if !clientBuffer.isEmpty || (!upstreamBuffer.isEmpty && upstreamLane != id) { flush() }
+                upstreamLane = id
                 upstreamBuffer += bytes
             case .closeClient:
-                // finish() waits for connectionDidClose: the write queue must reach the client
-                // before the connection stops counting as live (shutdown waits for live ones).
                 flush()
-                closeUpstream()
-                cancelTimer()
-                client.closeAfterFlush()
-            case .connectUpstream(let host, let port):
+                if id == 0 {
+                    // finish() waits for connectionDidClose: the write queue must reach the client
+                    // before the connection stops counting as live (shutdown waits for live ones).
+                    for lane in lanes.values { closeLane(lane) }
+                    lanes = [:]
+                    client.closeAfterFlush()
+                } else if let lane = lanes.removeValue(forKey: id) {
+                    closeLane(lane)
+                }
+            case .connectUpstream(let host, let port, let reuse):
                 flush()
-                connectUpstream(host: host, port: port)
+                connectUpstream(lane: lane(id), host: host, port: port, reuse: reuse)
             case .closeUpstream:
                 flush()
-                closeUpstream()
+                if let lane = lanes[id] { closeUpstream(lane) }
+            case .releaseUpstream(let lease):
+                flush()
+                if let lane = lanes[id] { releaseUpstream(lane, lease: lease) }
+            case .promoteUpstream(let lease):
+                flush()
+                promoteUpstream(lane(id), lease: lease)
             case .armTimer(let seconds):
-                cancelTimer()
-                timer = LoopTimer.oneShot(on: loop, after: .milliseconds(Int(seconds * 1000))) { [self] in
-                    run(.timerFired)
-                }
+                armTimer(lane: lane(id), seconds: seconds)
             case .cancelTimer:
-                cancelTimer()
+                lanes[id]?.timer?.cancel()
+                lanes[id]?.timer = nil
             case .pauseClientReads:
                 sessionPausedClient = true
                 client.pauseReading()
             case .resumeClientReads:
                 sessionPausedClient = false
-                if upstream?.isWritable ?? true { client.resumeReading() }
+                if upstreamsWritable { client.resumeReading() }
+            case .pauseUpstreamReads:
+                let lane = lane(id)
+                lane.readsPausedBySession = true
+                setUpstreamReading(lane, false)
+            case .resumeUpstreamReads:
+                let lane = lane(id)
+                lane.readsPausedBySession = false
+                if client.isWritable { setUpstreamReading(lane, true) }
             case .log(let record):
                 log.log(record)
+            case .stream(let inner, let command):
+                perform(command, lane: inner)
             }
         }
+        for command in commands { perform(command, lane: 0) }
         flush()
     }
 
-    private func connectUpstream(host: String, port: Int) {
-        closeUpstream()
-        connector = TCPConnector.connect(
+    /// Re-arms a lane's timer: an armed one is pushed back rather than replaced (it restarts on nearly every event).
+    private func armTimer(lane: Lane, seconds: Double) {
+        let delay = Duration.milliseconds(Int(seconds * 1000))
+        if let timer = lane.timer, timer.reschedule(after: delay) { return }
+        let id = lane.id
+        lane.timer = LoopTimer.oneShot(on: loop, after: delay) { [self] in
+            lanes[id]?.timer = nil
+            run(lane: id, .timerFired)
+        }
+    }
+
+    private var upstreamsWritable: Bool {
+        lanes.values.allSatisfy { !$0.channelBlocked && ($0.upstream?.isWritable ?? true) }
+    }
+
+    private func setUpstreamReading(_ lane: Lane, _ reading: Bool) {
+        if let channel = lane.channel {
+            channel.link.setReadingPaused(!reading, channel: channel.id)
+        } else if let upstream = lane.upstream, upstream.isOpen {
+            if reading { upstream.resumeReading() } else { upstream.pauseReading() }
+        }
+    }
+
+    private func connectUpstream(lane: Lane, host: String, port: Int, reuse: UpstreamKey?) {
+        closeUpstream(lane)
+        let id = lane.id
+        if let reuse, !finished, let acquired = pool.acquire(reuse, owner: self, lane: id) {
+            switch acquired {
+            case .connection(let connection, let lease):
+                attach(connection, to: lane)
+                run(lane: id, .upstreamReused(lease))
+            case .channel(let link, let channel, let lease):
+                lane.channel = (link, channel)
+                if !client.isWritable || lane.readsPausedBySession { link.setReadingPaused(true, channel: channel) }
+                run(lane: id, .upstreamReused(lease))
+            }
+            return
+        }
+        lane.connector = TCPConnector.connect(
             host: host, port: UInt16(clamping: port), on: loop, resolver: resolver, timeout: connectTimeout
         ) { [self] result in
-            connector = nil
+            guard let lane = lanes[id] else {
+                if case .success(let connection) = result { connection.close() }
+                return
+            }
+            lane.connector = nil
             switch result {
             case .success(let connection):
                 guard !finished else {
                     connection.close()
                     return
                 }
-                upstream = connection
-                connection.handler = self
+                attach(connection, to: lane)
                 connection.start()
-                if !client.isWritable { connection.pauseReading() }
-                run(.upstreamConnected)
+                run(lane: id, .upstreamConnected)
             case .failure(let error):
-                run(.upstreamConnectFailed(error.urlErrorCode, detail: error.description))
+                run(lane: id, .upstreamConnectFailed(error.urlErrorCode, detail: error.description))
             }
         }
     }
 
-    private func closeUpstream() {
-        connector?.cancel()
-        connector = nil
-        if let upstream {
-            self.upstream = nil
-            upstream.close()
-            if client.isReadingPaused && !finished && !sessionPausedClient { client.resumeReading() }
+    private func attach(_ connection: TCPConnection, to lane: Lane) {
+        lane.upstream = connection
+        laneOfConnection[ObjectIdentifier(connection)] = lane.id
+        connection.handler = self
+        if !client.isWritable || lane.readsPausedBySession {
+            connection.pauseReading()
+        } else {
+            connection.resumeReading()
         }
     }
 
-    private func cancelTimer() {
-        timer?.cancel()
-        timer = nil
+    /// Hands an idle upstream back to the pool (a channel is simply closed: its link stays pooled).
+    private func releaseUpstream(_ lane: Lane, lease: UpstreamLease) {
+        lane.connector?.cancel()
+        lane.connector = nil
+        if lane.channel != nil {
+            closeUpstream(lane)
+            return
+        }
+        guard let upstream = lane.upstream else { return }
+        lane.upstream = nil
+        laneOfConnection[ObjectIdentifier(upstream)] = nil
+        pool.park(upstream, lease: lease)
+        resumeClientIfPossible()
+    }
+
+    /// The lane's connection chose h2: it becomes a shared link and the lane gets its first channel.
+    private func promoteUpstream(_ lane: Lane, lease: UpstreamLease) {
+        guard let upstream = lane.upstream else { return }
+        lane.upstream = nil
+        laneOfConnection[ObjectIdentifier(upstream)] = nil
+        if let (link, channel) = pool.promote(upstream, lease: lease, owner: self, lane: lane.id) {
+            lane.channel = (link, channel)
+            if !client.isWritable || lane.readsPausedBySession { link.setReadingPaused(true, channel: channel) }
+        } else {
+            run(lane: lane.id, .upstreamReset)
+        }
+    }
+
+    private func resumeClientIfPossible() {
+        if client.isReadingPaused && !finished && !sessionPausedClient && upstreamsWritable {
+            client.resumeReading()
+        }
+    }
+
+    private func closeUpstream(_ lane: Lane) {
+        lane.connector?.cancel()
+        lane.connector = nil
+        lane.readsPausedBySession = false
+        if let channel = lane.channel {
+            lane.channel = nil
+            lane.channelBlocked = false
+            channel.link.closeChannel(channel.id)
+            resumeClientIfPossible()
+        }
+        if let upstream = lane.upstream {
+            lane.upstream = nil
+            laneOfConnection[ObjectIdentifier(upstream)] = nil
+            upstream.close()
+            if client.isReadingPaused && !finished && !sessionPausedClient && upstreamsWritable {
+                client.resumeReading()
+            }
+        }
+    }
+
+    private func closeLane(_ lane: Lane) {
+        closeUpstream(lane)
+        lane.timer?.cancel()
+        lane.timer = nil
     }
 
     private func finish() {
@@ -162,26 +335,58 @@ final class ProxyConnectionDriver: TCPConnectionHandler, @unchecked Sendable {
         let copy = [UInt8](bytes)
         if connection === client {
             run(.clientBytes(copy))
-        } else if connection === upstream {
-            run(.upstreamBytes(copy))
+        } else if let id = laneOfConnection[ObjectIdentifier(connection)] {
+            run(lane: id, .upstreamBytes(copy))
         }
     }
 
     func connectionDidReadEOF(_ connection: TCPConnection) {
         if connection === client {
             run(.clientEOF)
-        } else if connection === upstream {
-            run(.upstreamEOF)
+        } else if let id = laneOfConnection[ObjectIdentifier(connection)] {
+            run(lane: id, .upstreamEOF)
         }
     }
 
     func connectionWritabilityChanged(_ connection: TCPConnection, isWritable: Bool) {
-        let other = connection === client ? upstream : (connection === upstream ? client : nil)
-        guard let other, other.isOpen else { return }
-        if !isWritable {
-            other.pauseReading()
-        } else if other !== client || !sessionPausedClient {
-            other.resumeReading()
+        if connection === client {
+            for lane in lanes.values {
+                if !isWritable {
+                    setUpstreamReading(lane, false)
+                } else if !lane.readsPausedBySession {
+                    setUpstreamReading(lane, true)
+                }
+            }
+        } else if laneOfConnection[ObjectIdentifier(connection)] != nil, client.isOpen {
+            if !isWritable {
+                client.pauseReading()
+            } else if !sessionPausedClient && upstreamsWritable {
+                client.resumeReading()
+            }
+        }
+    }
+
+    // MARK: - UpstreamChannelOwner
+
+    func channelBytes(lane: Int32, _ bytes: [UInt8]) {
+        run(lane: lane, .upstreamBytes(bytes))
+    }
+
+    func channelReset(lane id: Int32) {
+        guard let lane = lanes[id], lane.channel != nil else { return }
+        lane.channel = nil
+        lane.channelBlocked = false
+        resumeClientIfPossible()
+        run(lane: id, .upstreamReset)
+    }
+
+    func channelWritable(lane id: Int32, _ writable: Bool) {
+        guard let lane = lanes[id], lane.channel != nil else { return }
+        lane.channelBlocked = !writable
+        if writable {
+            resumeClientIfPossible()
+        } else {
+            client.pauseReading()
         }
     }
 
@@ -189,15 +394,15 @@ final class ProxyConnectionDriver: TCPConnectionHandler, @unchecked Sendable {
         if connection === client {
             run(.clientGone)
             connection.handler = nil
-            closeUpstream()
-            cancelTimer()
+            for lane in lanes.values { closeLane(lane) }
+            lanes = [:]
             finish()
-        } else if connection === upstream {
-            upstream = nil
+        } else if let id = laneOfConnection.removeValue(forKey: ObjectIdentifier(connection)) {
+            lanes[id]?.upstream = nil
             connection.handler = nil
             switch reason {
-            case .reset, .error: run(.upstreamReset)
-            case .local, .finished: run(.upstreamEOF)
+            case .reset, .error: run(lane: id, .upstreamReset)
+            case .local, .finished: run(lane: id, .upstreamEOF)
             }
         } else {
             connection.handler = nil

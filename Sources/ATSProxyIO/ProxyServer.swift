@@ -27,6 +27,8 @@ public final class ProxyServer: Sendable {
     private let state = Mutex<(listeners: [TCPListener], live: Int, total: Int)>(([], 0, 0))
     /// Open sessions by connection number, so shutdown can drain them.
     private let drivers = Mutex<[Int: ProxyConnectionDriver]>([:])
+    /// One upstream pool per loop, by loop index (each used only on its loop).
+    private let pools: [UpstreamPool]
 
     public init(
         services: ProxyServices, configuration: Configuration, group: EventLoopGroup, resolver: Resolver,
@@ -37,6 +39,7 @@ public final class ProxyServer: Sendable {
         self.group = group
         self.resolver = resolver
         self.log = log
+        pools = group.loops.map { UpstreamPool(loop: $0) }
     }
 
     /// Binds every address and starts accepting. Returns the bound addresses (real ports).
@@ -79,7 +82,7 @@ public final class ProxyServer: Sendable {
         }
         let driver = ProxyConnectionDriver(
             client: connection, services: services, connectionNumber: number, resolver: resolver,
-            connectTimeout: configuration.connectTimeout, log: log,
+            connectTimeout: configuration.connectTimeout, log: log, pool: pools[connection.loop.index],
             onFinished: { [self] in
                 state.withLock { $0.live -= 1 }
                 _ = drivers.withLock { $0.removeValue(forKey: number) }
@@ -102,5 +105,6 @@ public final class ProxyServer: Sendable {
         stopAccepting()
         let open = drivers.withLock { Array($0.values) }
         for driver in open { driver.drain() }
+        for pool in pools { pool.loop.execute { pool.shutdown() } }
     }
 }

@@ -41,6 +41,11 @@ struct ProxyOptions: ParsableArguments {
     @Flag(name: .long, help: "Intercept NSPinnedDomains hosts too (default: tunnel them after a probe).")
     var interceptPinned = false
 
+    @Option(
+        name: .long,
+        help: "HTTP/2 in ALPN: on (clients and origins, default), client, upstream or off (HTTP/1.1 only).")
+    var http2 = "on"
+
     @Option(name: .long, help: "CFNETWORK_DIAGNOSTICS level 0-3.")
     var diagnostics = 1
 
@@ -91,6 +96,9 @@ struct ProxyOptions: ParsableArguments {
 
     func validate() throws {
         guard (0...3).contains(diagnostics) else { throw ValidationError("--diagnostics must be 0, 1, 2 or 3") }
+        guard ["on", "client", "upstream", "off"].contains(http2) else {
+            throw ValidationError("--http2 must be on, client, upstream or off")
+        }
         guard ["auto", "urlsession", "webkit", "media"].contains(source) else {
             throw ValidationError("--source must be auto, urlsession, webkit or media")
         }
@@ -122,10 +130,14 @@ struct ProxyOptions: ParsableArguments {
             path: logFile, observer: observer)
         let (authority, caPath) = try loadAuthority()
         let leaves = try LeafCertificateCache(authority: authority)
-        let serverTLS = try ServerTLSContext(leaves: leaves, alpn: ServerTLSContext.preferring(["http/1.1"]))
+        let clientH2 = http2 == "on" || http2 == "client"
+        let upstreamH2 = http2 == "on" || http2 == "upstream"
+        let serverTLS = try ServerTLSContext(
+            leaves: leaves, alpn: ServerTLSContext.preferring(clientH2 ? ["h2", "http/1.1"] : ["http/1.1"]))
         let trust = try TrustStore(systemRoots: true, extraAnchorFiles: upstreamCa)
         let ctLogs = try ctLogList.map { try CTLogStore(file: $0) }
-        let upstreamTLS = UpstreamTLSClient(trust: trust, ctLogs: ctLogs, alpn: ["http/1.1"])
+        let upstreamTLS = UpstreamTLSClient(
+            trust: trust, ctLogs: ctLogs, alpn: upstreamH2 ? ["h2", "http/1.1"] : ["http/1.1"])
         var settings = ProxySettings()
         settings.mode = mode
         settings.cleartext = cleartext

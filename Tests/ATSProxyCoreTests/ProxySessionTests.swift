@@ -83,7 +83,7 @@ import Testing
     }
 
     static func connects(_ commands: [ProxyCommand]) -> [String] {
-        commands.compactMap { if case .connectUpstream(let host, let port) = $0 { "\(host):\(port)" } else { nil } }
+        commands.compactMap { if case .connectUpstream(let host, let port, _) = $0 { "\(host):\(port)" } else { nil } }
     }
 
     /// Every decrypted byte an engine holds (a response may span several TLS records).

@@ -190,7 +190,7 @@ struct ProxyStack {
         // curl: five URLs in one invocation reuse the tunnel (num_connects is 0 after the first).
         let urls = (1...5).map { "\(stack.api)/status/\(200 + $0)" }
         let directory = stack.directory
-        var arguments = ["-s", "-S", "--max-time", "30", "-x", "http://\(stack.proxy.address)"]
+        var arguments = ["-s", "-S", "--http1.1", "--max-time", "30", "-x", "http://\(stack.proxy.address)"]
         arguments += ["--cacert", stack.proxy.caPath, "-w", "%{http_code} %{num_connects}\\n", "-o", "/dev/null"]
         for _ in urls.dropFirst() { arguments += ["-o", "/dev/null"] }
         let result = try E2E.run("/usr/bin/curl", arguments + urls, timeout: 35)
@@ -343,7 +343,7 @@ struct ProxyStack {
         let slow = try Child(
             executable: "/usr/bin/curl",
             arguments: [
-                "-s", "-o", "/dev/null", "--max-time", "4", "--limit-rate", "1M", "-x", "http://\(stack.proxy.address)",
+                "-s", "--http1.1", "-o", "/dev/null", "--max-time", "4", "--limit-rate", "1M", "-x", "http://\(stack.proxy.address)",
                 "--cacert", stack.proxy.caPath, "\(base)/bytes?n=\(600 << 20)",
             ], directory: stack.directory, label: "slow-curl")
         defer { slow.stop() }

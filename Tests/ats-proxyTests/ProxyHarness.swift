@@ -384,6 +384,8 @@ enum Curl {
         arguments += ["-w", writeOut]
         if let proxy { arguments += ["-x", "http://\(proxy.address)"] }
         if let cacert { arguments += ["--cacert", cacert] }
+        // The HTTP/1.1 suites speak HTTP/1.1 unless a test asks otherwise (ProxyHTTP2EndToEndTests covers h2).
+        if !extra.contains(where: { $0.hasPrefix("--http") }) { arguments.append("--http1.1") }
         arguments += extra + [url]
         let result = try E2E.run("/usr/bin/curl", arguments, timeout: timeout + 5)
         let headerText = String(

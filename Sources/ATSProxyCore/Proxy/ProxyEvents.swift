@@ -8,6 +8,9 @@ public enum ProxyEvent: Sendable {
     case clientEOF
     /// The upstream TCP connection that `connectUpstream` asked for is open.
     case upstreamConnected
+    /// Instead of a new connection, the loop's pool handed over an established one for the requested key:
+    /// a parked HTTP/1.1 connection (with its TLS engine), or a channel of a shared HTTP/2 link.
+    case upstreamReused(UpstreamLease)
     /// The upstream connection could not be made (DNS -1003, refused -1004, timeout -1001, …).
     case upstreamConnectFailed(NSURLErrorCode, detail: String)
     /// Bytes from the upstream socket.
@@ -22,6 +25,9 @@ public enum ProxyEvent: Sendable {
     case clientGone
     /// The proxy is shutting down: close when idle, otherwise finish the current exchange and close.
     case drain
+    /// An event of lane `lane` (> 0): the upstream connection and timer of one HTTP/2 stream session. Only
+    /// upstream events and `timerFired` are wrapped.
+    indirect case stream(Int32, ProxyEvent)
 }
 
 /// What the driver must do for a session, in order.
@@ -30,8 +36,15 @@ public enum ProxyCommand: Sendable {
     case writeToClient([UInt8])
     /// Close the client connection once everything written so far is sent.
     case closeClient
-    /// Open a TCP connection to host:port (resolve with the proxy's resolver and overrides).
-    case connectUpstream(host: String, port: Int)
+    /// Open a TCP connection to host:port (resolve with the proxy's resolver and overrides). With a `reuse`
+    /// key the loop's pool may answer with `upstreamReused` instead (an idle connection or an HTTP/2 channel).
+    case connectUpstream(host: String, port: Int, reuse: UpstreamKey?)
+    /// The session is done with an idle, reusable upstream: park it in the loop's pool (or, for an HTTP/2
+    /// channel, just close the channel) instead of closing it.
+    case releaseUpstream(UpstreamLease)
+    /// The upstream handshake chose h2: move the connection and its TLS engine into a shared HTTP/2 link of
+    /// the loop's pool and give the session a channel on it, through which it keeps speaking HTTP/1.1.
+    case promoteUpstream(UpstreamLease)
     /// Write bytes to the upstream socket.
     case writeToUpstream([UInt8])
     /// Close the upstream connection.
@@ -46,4 +59,12 @@ public enum ProxyCommand: Sendable {
     case resumeClientReads
     /// A finished request for the log sinks.
     case log(RequestRecord)
+    /// Stop reading from the upstream until `resumeUpstreamReads` (the client is not taking its bytes).
+    case pauseUpstreamReads
+    /// Read from the upstream again.
+    case resumeUpstreamReads
+    /// A command for lane `lane` (> 0), the upstream connection and timer of one HTTP/2 stream session: only
+    /// upstream commands, timer commands, the two upstream read commands and `closeClient` (the lane is finished:
+    /// close its upstream and timer and forget it) are wrapped.
+    indirect case stream(Int32, ProxyCommand)
 }

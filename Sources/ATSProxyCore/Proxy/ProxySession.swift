@@ -22,6 +22,8 @@ public struct ProxySession {
         case passthroughConnecting(host: String, port: Int)
         /// Bytes relayed both ways without parsing (passthrough tunnel, or after 101).
         case relay
+        /// The intercepted client negotiated HTTP/2: `h2` owns the streams, one per request.
+        case h2
         /// The connection is being closed; further events are ignored.
         case closed
     }
@@ -38,14 +40,7 @@ public struct ProxySession {
         case ready(UpstreamKey, TLSConnection?)
     }
 
-    /// Identity of a reusable upstream connection: host, port and the TLS requirements it was
-    /// judged against (nil for cleartext).
-    struct UpstreamKey: Hashable {
-        var host: String
-        var port: Int
-        var requirements: TLSRequirements?
-        var permissive: Bool
-    }
+    typealias UpstreamKey = ATSProxyCore.UpstreamKey
 
     /// What the current exchange does with the upstream.
     enum ExchangeKind {
@@ -100,7 +95,14 @@ public struct ProxySession {
     public let clientAddress: String
     /// N of `Connection N:` in console lines.
     public let connectionNumber: Int
-    let taskUUID = UUID()
+    var taskUUID = UUID()
+    /// Set for the per-stream sessions of an HTTP/2 client (`HTTP2Frontend`): requests arrive parsed, already
+    /// inside the intercepted tunnel, and what the session writes to the client is re-framed as HTTP/2.
+    var isStreamSession = false
+    /// The client-side protocol recorded for this session's requests.
+    var clientProtocol = "http/1.1"
+    /// The HTTP/2 side of an intercepted tunnel whose client negotiated h2.
+    var h2: HTTP2Frontend?
     var requestCount = 0
     var phase: Phase = .http
     var parser = HTTP1Parser(role: .request)
@@ -111,6 +113,14 @@ public struct ProxySession {
     var upstream: Upstream = .none
     /// Plaintext waiting for the upstream to become ready.
     var pendingUpstream: [UInt8] = []
+    /// TLS facts of the current upstream connection (recorded on every request it carries).
+    var upstreamFacts: [String: String]?
+    /// `http/1.1`, or `h2` when the upstream is a channel of a shared HTTP/2 link.
+    var upstreamProtocol = "http/1.1"
+    /// Whether the current upstream may go back to the loop's pool when this session is done with it.
+    var upstreamShareable = false
+    /// The current upstream is ready and carries no exchange.
+    var upstreamIdle = false
     var clientReadsPaused = false
     var headerTimerRunning = false
     /// Set by `drain`: close as soon as the current exchange ends.
@@ -129,23 +139,44 @@ public struct ProxySession {
         [.armTimer(seconds: services.settings.idleTimeout)]
     }
 
+    /// A per-stream session of an HTTP/2 client of `parent` (same task UUID, tunnel and client).
+    init(streamOf parent: ProxySession) {
+        self.init(
+            services: parent.services, clientAddress: parent.clientAddress, connectionNumber: parent.connectionNumber)
+        taskUUID = parent.taskUUID
+        tunnel = parent.tunnel
+        isStreamSession = true
+        clientProtocol = "h2"
+    }
+
+    /// A stream session between requests, with nothing in flight (its upstream may be kept for reuse).
+    var isIdleForReuse: Bool {
+        guard exchange == nil, pendingUpstream.isEmpty else { return false }
+        if case .http = phase { return true }
+        return false
+    }
+
+    /// Whether requests arrive from inside an intercepted tunnel (decrypted, origin-form).
+    var inTunnel: Bool { clientTLS != nil || isStreamSession }
+
     /// Handles one event at time `now` and returns what the driver must do, in order.
     public mutating func handle(_ event: ProxyEvent, now: Date) -> [ProxyCommand] {
+        run(now: now) { $0.dispatch(event) }
+    }
+
+    /// Feeds an HTTP/2 stream's request, already parsed, as request number `number` (stream sessions only).
+    mutating func handleStreamRequest(_ events: [HTTP1Event], number: Int?, now: Date) -> [ProxyCommand] {
+        run(now: now) { session in
+            if let number { session.requestCount = number - 1 }
+            session.process(events)
+        }
+    }
+
+    private mutating func run(now: Date, _ body: (inout ProxySession) -> Void) -> [ProxyCommand] {
         self.now = now
         commands = []
         if case .closed = phase { return [] }
-        switch event {
-        case .clientBytes(let bytes): clientBytes(bytes)
-        case .clientEOF: clientEOF()
-        case .upstreamConnected: upstreamConnected()
-        case .upstreamConnectFailed(let code, let detail): upstreamConnectFailed(code, detail: detail)
-        case .upstreamBytes(let bytes): upstreamBytes(bytes)
-        case .upstreamEOF: upstreamEOF(reset: false)
-        case .upstreamReset: upstreamEOF(reset: true)
-        case .timerFired: timerFired()
-        case .clientGone: clientGone()
-        case .drain: drain()
-        }
+        body(&self)
         if case .closed = phase {
         } else {
             updateTimer()
@@ -153,6 +184,23 @@ public struct ProxySession {
         let out = commands
         commands = []
         return out
+    }
+
+    private mutating func dispatch(_ event: ProxyEvent) {
+        switch event {
+        case .clientBytes(let bytes): clientBytes(bytes)
+        case .clientEOF: clientEOF()
+        case .upstreamConnected: upstreamConnected()
+        case .upstreamReused(let lease): upstreamReused(lease)
+        case .upstreamConnectFailed(let code, let detail): upstreamConnectFailed(code, detail: detail)
+        case .upstreamBytes(let bytes): upstreamBytes(bytes)
+        case .upstreamEOF: upstreamEOF(reset: false)
+        case .upstreamReset: upstreamEOF(reset: true)
+        case .timerFired: timerFired()
+        case .clientGone: clientGone()
+        case .drain: drain()
+        case .stream(let lane, let inner): streamEvent(lane: lane, inner)
+        }
     }
 
     /// Whether the session wants the driver to stop reading from the client.
@@ -182,6 +230,10 @@ public struct ProxySession {
             }
         case .passthroughProbe, .passthroughConnecting:
             pendingUpstream.append(contentsOf: bytes)
+        case .h2:
+            guard let tls = clientTLS else { return close() }
+            tls.receive(bytes)
+            drainClientTLS(tls)
         case .closed:
             break
         }
@@ -194,7 +246,11 @@ public struct ProxySession {
         case .needsInput:
             break
         case .complete:
-            phase = .http
+            if tls.negotiatedALPN == "h2" {
+                startHTTP2()
+            } else {
+                phase = .http
+            }
             drainClientTLS(tls)
         case .failed(let failure):
             logClientHandshakeFailure(failure)
@@ -207,10 +263,10 @@ public struct ProxySession {
         while true {
             switch tls.read() {
             case .data(let plain):
-                if case .relay = phase {
-                    sendToUpstream(plain)
-                } else {
-                    feedParser(plain)
+                switch phase {
+                case .relay: sendToUpstream(plain)
+                case .h2: http2Bytes(plain)
+                case .http, .clientHandshake, .passthroughProbe, .passthroughConnecting, .closed: feedParser(plain)
                 }
                 if case .closed = phase { return }
             case .needsInput:
@@ -273,24 +329,24 @@ public struct ProxySession {
         let url: String
         switch head.target {
         case .absolute(let scheme, let authority, let pathAndQuery):
-            if clientTLS == nil && authority.host.lowercased() == OnboardingSite.host {
+            if !inTunnel && authority.host.lowercased() == OnboardingSite.host {
                 answerOnboarding(head, path: pathAndQuery.isEmpty ? "/" : pathAndQuery, framing: framing)
                 return
             }
-            guard clientTLS == nil else {
+            guard !inTunnel else {
                 url = tunnelURL(path: pathAndQuery.isEmpty ? "/" : pathAndQuery)
                 break
             }
             let path = pathAndQuery.isEmpty ? "/" : (pathAndQuery.hasPrefix("?") ? "/" + pathAndQuery : pathAndQuery)
             url = "\(scheme.lowercased())://\(authority)\(path)"
         case .origin(let path):
-            guard clientTLS != nil else {
+            guard inTunnel else {
                 answerProxyInfo(head, framing: framing)
                 return
             }
             url = tunnelURL(path: path)
         case .asterisk:
-            guard clientTLS != nil else {
+            guard inTunnel else {
                 answerLocally(
                     status: 400, reason: "Bad Request", body: "ats-proxy: OPTIONS * is not proxied\n", keepAlive: false)
                 return
@@ -426,25 +482,46 @@ public struct ProxySession {
         var bytes: [UInt8] = []
         HTTP1Serializer.writeRequestHead(upstreamHead, into: &bytes)
         exchange.responseParser.requestSent(method: head.method)
+        if case .ready(let current, _) = upstream, current == key { exchange.tls = upstreamFacts }
         self.exchange = exchange
         switch upstream {
         case .ready(let current, _) where current == key:
-            break
+            upstreamIdle = false
         case .none:
             pendingUpstream = []
             openUpstream(key)
         case .connecting, .handshaking, .ready:
-            commands.append(.closeUpstream)
-            upstream = .none
+            releaseOrCloseUpstream()
             pendingUpstream = []
             openUpstream(key)
         }
         sendToUpstream(bytes)
     }
 
-    private mutating func openUpstream(_ key: UpstreamKey) {
+    /// Asks for an upstream connection; a `reusable` one may come from the loop's pool (same key only).
+    private mutating func openUpstream(_ key: UpstreamKey, reusable: Bool = true) {
         upstream = .connecting(key)
-        commands.append(.connectUpstream(host: key.host, port: key.port))
+        upstreamFacts = nil
+        upstreamProtocol = "http/1.1"
+        upstreamShareable = false
+        upstreamIdle = false
+        commands.append(
+            .connectUpstream(host: key.host, port: key.port, reuse: reusable && !key.permissive ? key : nil))
+    }
+
+    /// The pool handed over an established connection (or an HTTP/2 channel) for the key asked for.
+    private mutating func upstreamReused(_ lease: UpstreamLease) {
+        guard case .connecting(let key) = upstream, key == lease.key else {
+            // Not waiting for it any more: give it straight back.
+            commands.append(.releaseUpstream(lease))
+            return
+        }
+        upstream = .ready(key, lease.tls)
+        upstreamFacts = lease.facts
+        upstreamProtocol = lease.protocolName
+        upstreamShareable = lease.shareable
+        exchange?.tls = lease.facts
+        flushPendingUpstream()
     }
 
     private mutating func requestBody(_ slice: ArraySlice<UInt8>) {
@@ -497,7 +574,7 @@ public struct ProxySession {
     // MARK: - CONNECT
 
     private mutating func connect(_ head: HTTP1RequestHead) {
-        guard case .authority(let authority) = head.target, clientTLS == nil else {
+        guard case .authority(let authority) = head.target, !inTunnel else {
             answerLocally(
                 status: 400, reason: "Bad Request", body: "ats-proxy: CONNECT needs host:port\n", keepAlive: false)
             close()
@@ -545,7 +622,7 @@ public struct ProxySession {
             openUpstream(
                 UpstreamKey(
                     host: host, port: port, requirements: decision.requirements,
-                    permissive: services.settings.mode == .report))
+                    permissive: services.settings.mode == .report), reusable: false)
             return
         }
         do {
@@ -573,6 +650,7 @@ public struct ProxySession {
             }
             guard let requirements = key.requirements else {
                 upstream = .ready(key, nil)
+                upstreamShareable = true
                 flushPendingUpstream()
                 return
             }
@@ -671,7 +749,22 @@ public struct ProxySession {
                 upstream = .none
                 commands.append(.closeUpstream)
                 phase = .passthroughConnecting(host: host, port: port)
-                openUpstream(UpstreamKey(host: host, port: port, requirements: nil, permissive: false))
+                openUpstream(
+                    UpstreamKey(host: host, port: port, requirements: nil, permissive: false), reusable: false)
+                return
+            }
+            upstreamFacts = exchange?.tls
+            upstreamShareable = !verdict.isBlocked && !key.permissive
+            if tls.negotiatedALPN == "h2" {
+                // The session keeps speaking HTTP/1.1; a shared link of the loop's pool speaks h2 for it.
+                upstream = .ready(key, nil)
+                upstreamProtocol = "h2"
+                commands.append(
+                    .promoteUpstream(
+                        UpstreamLease(
+                            key: key, tls: tls, facts: upstreamFacts, protocolName: "h2",
+                            shareable: upstreamShareable)))
+                flushPendingUpstream()
                 return
             }
             upstream = .ready(key, tls)
@@ -1023,6 +1116,8 @@ public struct ProxySession {
                 commands.append(.closeUpstream)
             }
             upstream = .none
+        } else if case .ready = upstream {
+            upstreamIdle = true
         }
         if !exchange.clientKeepAlive || draining {
             close()
@@ -1033,6 +1128,9 @@ public struct ProxySession {
 
     /// The client went away: log what was in flight (the app's request was abandoned).
     private mutating func clientGone() {
+        if case .h2 = phase, let h2 {
+            apply(h2.clientGone(now: now))
+        }
         if var exchange, !exchange.responseDone {
             exchange.result = .failed
             exchange.rule = "the client closed the connection before the response was complete"
@@ -1046,6 +1144,10 @@ public struct ProxySession {
     /// Shutdown: an idle connection closes now; a busy one closes when its exchange ends.
     private mutating func drain() {
         draining = true
+        if case .h2 = phase, let h2 {
+            apply(h2.drain(now: now))
+            return
+        }
         if exchange == nil { close() }
     }
 
@@ -1060,7 +1162,7 @@ public struct ProxySession {
         let redirectNote = ""
         let record = RequestRecord(
             time: exchange.start, clientAddress: clientAddress, taskID: "\(taskUUID.uuidString)>.<\(exchange.number)",
-            method: exchange.method, url: exchange.url, host: exchange.target.host, httpProtocol: "http/1.1",
+            method: exchange.method, url: exchange.url, host: exchange.target.host, httpProtocol: clientProtocol,
             source: exchange.source,
             result: exchange.result, atsRequired: exchange.decision.atsRequired,
             ruleChain: exchange.decision.ruleChain.map(\.text), rule: exchange.rule + redirectNote, fix: exchange.fix,
@@ -1090,11 +1192,7 @@ public struct ProxySession {
 
     private mutating func close() {
         if case .closed = phase { return }
-        if case .none = upstream {
-        } else {
-            commands.append(.closeUpstream)
-        }
-        upstream = .none
+        releaseOrCloseUpstream()
         if let tls = clientTLS {
             tls.shutdown()
             flushClientTLS(tls)
@@ -1102,6 +1200,29 @@ public struct ProxySession {
         commands.append(.cancelTimer)
         commands.append(.closeClient)
         phase = .closed
+    }
+
+    /// An idle, judged, shareable upstream goes back to the loop's pool; anything else is closed.
+    private mutating func releaseOrCloseUpstream() {
+        switch upstream {
+        case .none:
+            return
+        case .ready(let key, let tls):
+            var plainHTTP = false
+            if case .http = phase { plainHTTP = true }
+            if upstreamIdle && upstreamShareable && plainHTTP && pendingUpstream.isEmpty {
+                commands.append(
+                    .releaseUpstream(
+                        UpstreamLease(
+                            key: key, tls: tls, facts: upstreamFacts, protocolName: upstreamProtocol, shareable: true)))
+            } else {
+                commands.append(.closeUpstream)
+            }
+        case .connecting, .handshaking:
+            commands.append(.closeUpstream)
+        }
+        upstream = .none
+        upstreamIdle = false
     }
 
     private mutating func closeUpstreamAndClient() {
@@ -1112,6 +1233,8 @@ public struct ProxySession {
         switch phase {
         case .relay, .passthroughProbe, .passthroughConnecting, .clientHandshake:
             close()
+        case .h2:
+            clientGone()
         case .http:
             if let exchange, exchange.requestDone, !exchange.responseDone {
                 self.exchange?.clientKeepAlive = false
@@ -1171,6 +1294,14 @@ public struct ProxySession {
         case .relay:
             headerTimerRunning = false
             commands.append(.cancelTimer)
+        case .h2:
+            // Streams time out on their own lanes; the connection's timer is the idle one.
+            headerTimerRunning = false
+            if h2?.hasStreams ?? false {
+                commands.append(.cancelTimer)
+            } else {
+                commands.append(.armTimer(seconds: services.settings.idleTimeout))
+            }
         case .closed:
             break
         }
@@ -1239,6 +1370,36 @@ public struct ProxySession {
 
     private mutating func flushUpstreamTLS(_ tls: TLSConnection) {
         if tls.hasOutbound { commands.append(.writeToUpstream(tls.takeOutbound())) }
+    }
+
+    // MARK: - HTTP/2 clients
+
+    /// The client chose h2 in ALPN: from now on `HTTP2Frontend` turns its streams into requests.
+    private mutating func startHTTP2() {
+        do {
+            let frontend = try HTTP2Frontend(parent: self)
+            h2 = frontend
+            phase = .h2
+            apply(frontend.start())
+        } catch {
+            close()
+        }
+    }
+
+    private mutating func http2Bytes(_ plain: [UInt8]) {
+        guard let h2 else { return close() }
+        apply(h2.receive(plain, now: now))
+    }
+
+    private mutating func streamEvent(lane: Int32, _ event: ProxyEvent) {
+        guard case .h2 = phase, let h2 else { return }
+        apply(h2.handle(lane: lane, event: event, now: now))
+    }
+
+    private mutating func apply(_ output: HTTP2Frontend.Output) {
+        commands.append(contentsOf: output.commands)
+        if !output.toClient.isEmpty { sendToClient(output.toClient) }
+        if output.finished { close() }
     }
 
     // MARK: - Helpers

@@ -1,0 +1,485 @@
+import ATSHTTP2
+import ATSPolicy
+import Foundation
+
+/// The HTTP/2 side of an intercepted tunnel whose client negotiated h2 (sans-io). It owns the server-role
+/// `HTTP2Session` and turns every stream into one request of a per-stream `ProxySession` (a *lane*), which
+/// decides, connects and judges exactly as for HTTP/1.1; the lane's HTTP/1.1 response is re-framed as the
+/// stream's HTTP/2 response. Lanes whose exchange finished cleanly are kept idle and reused by later streams,
+/// so their upstream connections are reused per (host, port, decision) like HTTP/1.1 keep-alive.
+///
+/// Flow control: request DATA is acknowledged (WINDOW_UPDATE) only when the lane can take it; response bytes
+/// beyond a per-stream watermark pause the lane's upstream reads until the client's window drains them.
+///
+/// Not thread-safe: owned by one `ProxySession`, used on its driver's queue. Plaintext in, plaintext out: the
+/// owning session runs the TLS.
+final class HTTP2Frontend {
+    /// What the owner must do after a call: send `toClient` (plaintext, to be encrypted), run `commands`, and
+    /// close the client connection when `finished`.
+    struct Output {
+        var toClient: [UInt8] = []
+        var commands: [ProxyCommand] = []
+        var finished = false
+    }
+
+    /// Where a stream's response stands.
+    enum ResponseState {
+        /// Nothing sent yet (interim 1xx responses may have gone out).
+        case pending
+        /// The final HEADERS went out; DATA may follow.
+        case streaming
+        /// END_STREAM went out (or the stream was reset).
+        case ended
+    }
+
+    /// One client stream and the lane serving it.
+    struct Stream {
+        /// The lane serving the stream; nil when the proxy answered it itself (421, 405, bad request).
+        var lane: Int32?
+        var method: String
+        /// The request body is re-framed as chunked for the lane (no Content-Length on the stream).
+        var chunkedRequest = false
+        /// END_STREAM arrived from the client.
+        var requestEnded = false
+        var response: ResponseState = .pending
+        var responseParser = HTTP1Parser(role: .response)
+        /// Request DATA bytes delivered to a lane that asked not to be fed yet; acknowledged on resume.
+        var heldConsumption = 0
+        /// The lane asked for no more client bytes (its upstream is still opening).
+        var readsPaused = false
+        /// The lane's upstream reads are paused because the client is not taking this stream's response.
+        var upstreamPaused = false
+    }
+
+    /// Bytes buffered for one stream before its lane's upstream reads pause, and the level they resume at.
+    static let responseHighWatermark = 256 * 1024
+    static let responseLowWatermark = 64 * 1024
+    /// Idle lanes kept for reuse; more are closed.
+    static let maximumIdleLanes = 16
+
+    let session: HTTP2Session
+    /// A stream session to copy for every new lane.
+    let template: ProxySession
+    let tunnelHost: String
+    let tunnelPort: Int
+    var streams: [Int32: Stream] = [:]
+    var lanes: [Int32: ProxySession] = [:]
+    /// Which stream each busy lane serves.
+    var laneStream: [Int32: Int32] = [:]
+    var idleLanes: [Int32] = []
+    var nextLane: Int32 = 1
+    var requestCount: Int
+    var goingAway = false
+    var failed = false
+    var now = Date(timeIntervalSince1970: 0)
+    private var output = Output()
+
+    /// A frontend for the intercepted tunnel of `parent`, whose TLS handshake just chose h2.
+    init(parent: ProxySession) throws {
+        var configuration = HTTP2Configuration()
+        configuration.initialWindowSize = 65_535
+        configuration.connectionWindowSize = 1 << 20
+        session = try HTTP2Session(role: .server, configuration: configuration)
+        template = ProxySession(streamOf: parent)
+        tunnelHost = parent.tunnel?.host ?? ""
+        tunnelPort = parent.tunnel?.port ?? 443
+        requestCount = parent.requestCount
+    }
+
+    /// Whether any stream is open.
+    var hasStreams: Bool { !streams.isEmpty }
+
+    /// Our SETTINGS.
+    func start() -> Output {
+        step(now: now) { _ in }
+    }
+
+    /// Plaintext from the client.
+    func receive(_ plain: [UInt8], now: Date) -> Output {
+        step(now: now) { frontend in
+            frontend.process(frontend.session.receive(plain))
+        }
+    }
+
+    /// An upstream or timer event of `lane`.
+    func handle(lane: Int32, event: ProxyEvent, now: Date) -> Output {
+        step(now: now) { frontend in
+            guard frontend.lanes[lane] != nil else { return }
+            let commands = frontend.lanes[lane]!.handle(event, now: now)
+            frontend.translate(lane: lane, commands)
+        }
+    }
+
+    /// Shutdown: GOAWAY; streams already open finish, the connection closes when none is left.
+    func drain(now: Date) -> Output {
+        step(now: now) { frontend in
+            frontend.goingAway = true
+            try? frontend.session.goAway(error: .noError)
+        }
+    }
+
+    /// The client connection is gone: every lane logs what it had in flight and closes.
+    func clientGone(now: Date) -> Output {
+        step(now: now) { frontend in
+            for lane in Array(frontend.lanes.keys).sorted() {
+                frontend.closeLane(lane)
+            }
+            frontend.streams = [:]
+        }
+    }
+
+    // MARK: - Plumbing
+
+    private func step(now: Date, _ body: (HTTP2Frontend) -> Void) -> Output {
+        self.now = now
+        output = Output()
+        body(self)
+        pump()
+        output.finished = failed || (goingAway && streams.isEmpty) || session.state == .finished
+        if case .failed = session.state { output.finished = true }
+        let result = output
+        output = Output()
+        return result
+    }
+
+    /// Flushes what the session wants to send and handles the events our own commands caused.
+    private func pump() {
+        while true {
+            let bytes = session.takeOutbound()
+            if !bytes.isEmpty { output.toClient += bytes }
+            let events = session.takeEvents()
+            if events.isEmpty { break }
+            process(events)
+        }
+        resumeDrainedStreams()
+    }
+
+    private func process(_ events: [HTTP2Event]) {
+        var index = events.startIndex
+        while index < events.endIndex {
+            let event = events[index]
+            switch event {
+            case .headers(let stream, let kind, let fields):
+                switch kind {
+                case .request:
+                    var endStream = false
+                    if index + 1 < events.endIndex, case .streamEnded(let ended) = events[index + 1], ended == stream {
+                        endStream = true
+                        index += 1
+                    }
+                    requestHeaders(stream: stream, fields: fields, endStream: endStream)
+                case .trailers:
+                    requestTrailers(stream: stream, fields: fields)
+                case .informational, .response:
+                    try? session.resetStream(stream: stream, error: .protocolError)
+                }
+            case .data(let stream, let bytes):
+                requestData(stream: stream, bytes: bytes)
+            case .streamEnded(let stream):
+                requestEnded(stream: stream)
+            case .streamReset(let stream, _), .streamResetSent(let stream, _):
+                streamGone(stream, cleanly: false)
+            case .streamClosed(let stream, let error):
+                streamGone(stream, cleanly: error == .noError)
+            case .goAway, .goAwaySent:
+                goingAway = true
+            case .sessionFailed:
+                failed = true
+            case .settings, .settingsAcknowledged, .pingAcknowledged:
+                break
+            }
+            index += 1
+        }
+    }
+
+    // MARK: - Requests
+
+    private func requestHeaders(stream id: Int32, fields: [HTTP2Header], endStream: Bool) {
+        let head: HTTP2RequestHead
+        do {
+            head = try HTTP2Message.requestHead(fromH2: fields)
+        } catch {
+            try? session.resetStream(stream: id, error: .protocolError)
+            return
+        }
+        var stream = Stream(lane: nil, method: head.method)
+        stream.requestEnded = endStream
+        requestCount += 1
+        let number = requestCount
+        if head.method == "CONNECT" {
+            streams[id] = stream
+            answerLocally(
+                stream: id, status: 405, number: number, head: head,
+                text: "ats-proxy: CONNECT is not supported inside an intercepted HTTP/2 tunnel")
+            return
+        }
+        if !authorityMatchesTunnel(head.authority) {
+            streams[id] = stream
+            answerLocally(
+                stream: id, status: 421, number: number, head: head,
+                text:
+                    "ats-proxy: this connection's certificate covers \(tunnelHost) only; open a new connection for \(head.authority)"
+            )
+            return
+        }
+        var headers = HTTP1Headers(head.headers.map { HTTP1Field(name: $0.name, value: $0.value) })
+        let framing: HTTP1BodyFraming
+        if endStream {
+            framing = .none
+        } else if let length = headers.first("content-length"), let count = Int(length), count >= 0 {
+            framing = .contentLength(count)
+        } else {
+            headers.remove("content-length")
+            headers.append(name: "Transfer-Encoding", value: "chunked")
+            framing = .chunked
+            stream.chunkedRequest = true
+        }
+        let target: HTTP1RequestTarget = head.path == "*" ? .asterisk : .origin(head.path)
+        let h1 = HTTP1RequestHead(method: head.method, target: target, version: .http11, headers: headers)
+        stream.responseParser.requestSent(method: head.method)
+        let lane = takeLane()
+        stream.lane = lane
+        streams[id] = stream
+        laneStream[lane] = id
+        var events: [HTTP1Event] = [.request(h1, body: framing)]
+        if endStream { events.append(.messageEnd) }
+        let commands = lanes[lane]!.handleStreamRequest(events, number: number, now: now)
+        translate(lane: lane, commands)
+    }
+
+    private func requestData(stream id: Int32, bytes: [UInt8]) {
+        guard var stream = streams[id] else {
+            session.consume(stream: id, bytes: bytes.count)
+            return
+        }
+        if stream.readsPaused {
+            stream.heldConsumption += bytes.count
+            streams[id] = stream
+        } else {
+            session.consume(stream: id, bytes: bytes.count)
+        }
+        guard let lane = stream.lane, lanes[lane] != nil else { return }
+        let commands = lanes[lane]!.handleStreamRequest([.body(bytes[...])], number: nil, now: now)
+        translate(lane: lane, commands)
+    }
+
+    private func requestTrailers(stream id: Int32, fields: [HTTP2Header]) {
+        guard let stream = streams[id], let lane = stream.lane, lanes[lane] != nil, stream.chunkedRequest else {
+            return
+        }
+        let trailers = HTTP1Headers(fields.filter { !$0.isPseudo }.map { HTTP1Field(name: $0.name, value: $0.value) })
+        let commands = lanes[lane]!.handleStreamRequest([.trailers(trailers)], number: nil, now: now)
+        translate(lane: lane, commands)
+    }
+
+    private func requestEnded(stream id: Int32) {
+        guard var stream = streams[id], !stream.requestEnded else { return }
+        stream.requestEnded = true
+        streams[id] = stream
+        guard let lane = stream.lane, lanes[lane] != nil else { return }
+        let commands = lanes[lane]!.handleStreamRequest([.messageEnd], number: nil, now: now)
+        translate(lane: lane, commands)
+    }
+
+    /// The stream is over: closed cleanly, reset by either side, or refused.
+    private func streamGone(_ id: Int32, cleanly: Bool) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        guard let lane = stream.lane else { return }
+        laneStream[lane] = nil
+        guard lanes[lane] != nil else { return }
+        let finished = cleanly && stream.response == .ended && lanes[lane]!.isIdleForReuse
+        if finished && idleLanes.count < Self.maximumIdleLanes && !goingAway {
+            idleLanes.append(lane)
+        } else {
+            closeLane(lane)
+        }
+    }
+
+    /// `:authority` must name the tunnel's host and port: the minted leaf covers nothing else (RFC 9110 §7.4.2).
+    private func authorityMatchesTunnel(_ authority: String) -> Bool {
+        guard !authority.isEmpty else { return true }
+        var host = Substring(authority)
+        var port = 443
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return false }
+            let rest = host[host.index(after: close)...]
+            host = host[host.index(after: host.startIndex)..<close]
+            if rest.hasPrefix(":") {
+                guard let value = Int(rest.dropFirst()) else { return false }
+                port = value
+            }
+        } else if let colon = host.lastIndex(of: ":") {
+            guard let value = Int(host[host.index(after: colon)...]) else { return false }
+            port = value
+            host = host[..<colon]
+        }
+        return host.lowercased() == tunnelHost.lowercased() && port == tunnelPort
+    }
+
+    // MARK: - Lanes
+
+    private func takeLane() -> Int32 {
+        while let lane = idleLanes.popLast() {
+            if lanes[lane] != nil { return lane }
+        }
+        let lane = nextLane
+        nextLane += 1
+        lanes[lane] = template
+        return lane
+    }
+
+    /// Ends a lane: it logs anything in flight, and the driver closes its upstream and timer.
+    private func closeLane(_ lane: Int32) {
+        guard lanes[lane] != nil else { return }
+        let commands = lanes[lane]!.handle(.clientGone, now: now)
+        translate(lane: lane, commands)
+        if lanes[lane] != nil {
+            lanes[lane] = nil
+            output.commands.append(.stream(lane, .closeClient))
+        }
+    }
+
+    /// Runs a lane's commands: its writes to "the client" become the stream's HTTP/2 response.
+    private func translate(lane: Int32, _ commands: [ProxyCommand]) {
+        for command in commands {
+            switch command {
+            case .writeToClient(let bytes):
+                responseBytes(lane: lane, bytes)
+            case .closeClient:
+                laneClosed(lane)
+            case .connectUpstream, .writeToUpstream, .closeUpstream, .armTimer, .cancelTimer, .releaseUpstream,
+                .promoteUpstream:
+                output.commands.append(.stream(lane, command))
+            case .pauseClientReads:
+                setReadsPaused(lane: lane, true)
+            case .resumeClientReads:
+                setReadsPaused(lane: lane, false)
+            case .log:
+                output.commands.append(command)
+            case .pauseUpstreamReads, .resumeUpstreamReads, .stream:
+                break
+            }
+        }
+    }
+
+    /// The lane session closed itself (fault, timeout, `Connection: close` answer, idle timer).
+    private func laneClosed(_ lane: Int32) {
+        lanes[lane] = nil
+        idleLanes.removeAll { $0 == lane }
+        output.commands.append(.stream(lane, .closeClient))
+        guard let id = laneStream.removeValue(forKey: lane), var stream = streams[id] else { return }
+        stream.lane = nil
+        switch stream.response {
+        case .ended:
+            streams[id] = stream
+        case .pending, .streaming:
+            stream.response = .ended
+            streams[id] = stream
+            try? session.resetStream(stream: id, error: .internalError)
+        }
+    }
+
+    private func setReadsPaused(lane: Int32, _ paused: Bool) {
+        guard let id = laneStream[lane], var stream = streams[id] else { return }
+        stream.readsPaused = paused
+        if !paused && stream.heldConsumption > 0 {
+            session.consume(stream: id, bytes: stream.heldConsumption)
+            stream.heldConsumption = 0
+        }
+        streams[id] = stream
+    }
+
+    // MARK: - Responses
+
+    /// HTTP/1.1 bytes the lane wrote for its client: parsed and re-framed as the stream's response.
+    private func responseBytes(lane: Int32, _ bytes: [UInt8]) {
+        guard let id = laneStream[lane], var stream = streams[id] else { return }
+        var pending = stream.responseParser.feed(bytes)[...]
+        while let event = pending.popFirst() {
+            switch event {
+            case .response(let head, let framing):
+                let fields =
+                    [HTTP2Header(":status", String(head.status))]
+                    + HTTP2Message.h2Fields(fromHTTP1: head.headers.map { HTTP2Header($0.name, $0.value) })
+                if head.isInterim {
+                    if head.status != 101 { try? session.submitInformational(stream: id, headers: fields) }
+                    continue
+                }
+                let endStream = framing == .none
+                do {
+                    try session.submitResponse(stream: id, headers: fields, endStream: endStream)
+                    stream.response = endStream ? .ended : .streaming
+                } catch {
+                    stream.response = .ended
+                    try? session.resetStream(stream: id, error: .internalError)
+                }
+            case .body(let slice):
+                guard stream.response == .streaming else { continue }
+                try? session.submitData(stream: id, bytes: Array(slice), endStream: false)
+            case .trailers(let trailers):
+                guard stream.response == .streaming else { continue }
+                let fields = HTTP2Message.h2Fields(fromHTTP1: trailers.map { HTTP2Header($0.name, $0.value) })
+                try? session.submitTrailers(stream: id, headers: fields)
+                stream.response = .ended
+            case .messageEnd:
+                switch stream.response {
+                case .pending:
+                    // The end of an interim (1xx) response: the final one follows.
+                    pending = (stream.responseParser.resume() + pending)[...]
+                case .streaming:
+                    try? session.submitData(stream: id, bytes: [], endStream: true)
+                    stream.response = .ended
+                case .ended:
+                    break
+                }
+            case .upgraded, .request, .failed:
+                // No HTTP/1.1 upgrade can cross an HTTP/2 stream; anything else is a broken lane.
+                if stream.response != .ended {
+                    stream.response = .ended
+                    try? session.resetStream(stream: id, error: .internalError)
+                }
+            }
+        }
+        if stream.response == .streaming && !stream.upstreamPaused
+            && session.bufferedOutboundBytes(stream: id) > Self.responseHighWatermark
+        {
+            stream.upstreamPaused = true
+            output.commands.append(.stream(lane, .pauseUpstreamReads))
+        }
+        streams[id] = stream
+    }
+
+    /// Streams whose client window opened again get their upstream reads back.
+    private func resumeDrainedStreams() {
+        for (id, stream) in streams where stream.upstreamPaused {
+            guard session.bufferedOutboundBytes(stream: id) <= Self.responseLowWatermark else { continue }
+            streams[id]?.upstreamPaused = false
+            if let lane = stream.lane { output.commands.append(.stream(lane, .resumeUpstreamReads)) }
+        }
+    }
+
+    /// A response the proxy makes itself for a stream no lane serves (421, 405), logged like any request.
+    private func answerLocally(stream id: Int32, status: Int, number: Int, head: HTTP2RequestHead, text: String) {
+        let body = Array((text + "\n").utf8)
+        let fields = [
+            HTTP2Header(":status", String(status)), HTTP2Header("content-type", "text/plain; charset=utf-8"),
+            HTTP2Header("content-length", String(body.count)),
+        ]
+        do {
+            try session.submitResponse(stream: id, headers: fields, endStream: false)
+            try session.submitData(stream: id, bytes: body, endStream: true)
+            streams[id]?.response = .ended
+        } catch {
+            try? session.resetStream(stream: id, error: .internalError)
+        }
+        let url = "\(head.scheme.isEmpty ? "https" : head.scheme)://\(head.authority)\(head.path)"
+        let record = RequestRecord(
+            time: now, clientAddress: template.clientAddress,
+            taskID: "\(template.taskUUID.uuidString)>.<\(number)", method: head.method, url: url,
+            httpProtocol: "h2", source: .urlsession, result: .failed, atsRequired: false, ruleChain: [],
+            rule: text.replacingOccurrences(of: "ats-proxy: ", with: ""), status: status,
+            requestHeaders: head.headers.map { RequestRecord.HeaderField(name: $0.name, value: $0.value) },
+            bytesToClient: body.count)
+        output.commands.append(.log(record))
+    }
+}
