@@ -15,6 +15,9 @@ public final class ProxyServer: Sendable {
         public var maxConnections: Int = 10_000
         public var allowList: ClientAllowList?
         public var connectTimeout: Duration = .seconds(15)
+        /// How long an idle upstream connection (HTTP/1.1 parked, or an HTTP/2 link without streams) is
+        /// kept for reuse; zero closes them as soon as no client uses them.
+        public var upstreamIdleTimeout: Duration = .seconds(30)
 
         public init(listen: [ListenAddress]) { self.listen = listen }
     }
@@ -39,7 +42,7 @@ public final class ProxyServer: Sendable {
         self.group = group
         self.resolver = resolver
         self.log = log
-        pools = group.loops.map { UpstreamPool(loop: $0) }
+        pools = group.loops.map { UpstreamPool(loop: $0, idleTime: configuration.upstreamIdleTimeout) }
     }
 
     /// Binds every address and starts accepting. Returns the bound addresses (real ports).

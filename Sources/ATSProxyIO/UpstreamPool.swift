@@ -28,17 +28,18 @@ final class UpstreamPool: @unchecked Sendable {
 
     static let maximumParkedPerKey = 32
     static let maximumParked = 1024
-    static let parkedIdleTime: Duration = .seconds(30)
-    static let linkIdleTime: Duration = .seconds(60)
 
     let loop: EventLoop
+    /// How long idle connections and links are kept (zero: not kept).
+    let idleTime: Duration
     private var parked: [UpstreamKey: [ParkedUpstream]] = [:]
     private var parkedCount = 0
     private var links: [UpstreamKey: [UpstreamLinkDriver]] = [:]
     private var shuttingDown = false
 
-    init(loop: EventLoop) {
+    init(loop: EventLoop, idleTime: Duration = .seconds(30)) {
         self.loop = loop
+        self.idleTime = idleTime
     }
 
     /// An established connection for `key`: a channel on a shared link with room, else a parked connection.
@@ -59,7 +60,7 @@ final class UpstreamPool: @unchecked Sendable {
     /// Parks an idle HTTP/1.1 connection for later clients, or closes it when the pool is full.
     func park(_ connection: TCPConnection, lease: UpstreamLease) {
         loop.assertInLoop()
-        guard !shuttingDown, lease.shareable, connection.isOpen, parkedCount < Self.maximumParked,
+        guard !shuttingDown, idleTime > .zero, lease.shareable, connection.isOpen, parkedCount < Self.maximumParked,
             (parked[lease.key]?.count ?? 0) < Self.maximumParkedPerKey
         else {
             connection.close()
@@ -68,7 +69,7 @@ final class UpstreamPool: @unchecked Sendable {
         let entry = ParkedUpstream(connection: connection, lease: lease, pool: self)
         parked[lease.key, default: []].append(entry)
         parkedCount += 1
-        entry.start(idleTime: Self.parkedIdleTime)
+        entry.start(idleTime: idleTime)
     }
 
     /// A parked connection closed or timed out.
@@ -275,13 +276,14 @@ final class UpstreamLinkDriver: TCPConnectionHandler, @unchecked Sendable {
 
     private func channelsChanged() {
         guard owners.isEmpty, case .open = state else { return }
-        guard lease.shareable else {
+        let idleTime = pool?.idleTime ?? .zero
+        guard lease.shareable, idleTime > .zero else {
             pool?.remove(self)
             shutdown()
             return
         }
         idleTimer?.cancel()
-        idleTimer = LoopTimer.oneShot(on: connection.loop, after: UpstreamPool.linkIdleTime) { [self] in
+        idleTimer = LoopTimer.oneShot(on: connection.loop, after: idleTime) { [self] in
             idleTimer = nil
             pool?.remove(self)
             shutdown()

@@ -94,6 +94,11 @@ struct ProxyOptions: ParsableArguments {
     @Option(name: .long, help: "Seconds in-flight requests get to finish on SIGINT/SIGTERM.")
     var gracePeriod: Double = 10
 
+    @Option(
+        name: .long,
+        help: "Seconds an idle upstream connection is kept for reuse by later clients (0: close at once).")
+    var upstreamIdleTimeout: Double = 30
+
     func validate() throws {
         guard (0...3).contains(diagnostics) else { throw ValidationError("--diagnostics must be 0, 1, 2 or 3") }
         guard ["on", "client", "upstream", "off"].contains(http2) else {
@@ -108,6 +113,7 @@ struct ProxyOptions: ParsableArguments {
         for value in [headerTimeout, idleTimeout, exchangeTimeout, connectTimeout, gracePeriod] where value <= 0 {
             throw ValidationError("timeouts must be positive")
         }
+        guard upstreamIdleTimeout >= 0 else { throw ValidationError("--upstream-idle-timeout must not be negative") }
     }
 
     /// Builds and starts a proxy; `listenOverride` replaces `--listen` (exec uses a free port).
@@ -162,6 +168,7 @@ struct ProxyOptions: ParsableArguments {
         var configuration = ProxyServer.Configuration(listen: addresses)
         configuration.maxConnections = maxConnections
         configuration.connectTimeout = .milliseconds(Int(connectTimeout * 1000))
+        configuration.upstreamIdleTimeout = .milliseconds(Int(upstreamIdleTimeout * 1000))
         if !allowClients.isEmpty {
             guard let list = ClientAllowList(parsing: allowClients) else {
                 throw CLIError.usage("--allow-client needs CIDR blocks such as 192.168.0.0/16")

@@ -188,7 +188,8 @@ import Testing
     }
 
     @Test func clientDisconnectsMidDownloadAndMidUploadFreeEverything() throws {
-        let stack = try ProxyStack()
+        // No idle upstream connections kept for reuse: every descriptor must be accounted for.
+        let stack = try ProxyStack(arguments: ["--upstream-idle-timeout", "0"])
         let pid = stack.proxy.child.pid
         #expect(try stack.curl("\(stack.legacy)/hello").httpCode == 200)
         let baseline = try #require(

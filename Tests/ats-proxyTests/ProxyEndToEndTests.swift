@@ -304,6 +304,25 @@ struct ProxyStack {
         #expect(stack.plainOrigin.requests.count == 2)
     }
 
+    @Test func laterClientsReuseTheIdleUpstreamConnection() throws {
+        // Kept: separate client connections (curl runs) ride on the origin connection an earlier
+        // client left idle, through a tunnel (TLS upstream, judged once) and in cleartext. Pools are
+        // per event loop and the harness runs two loops that take clients in turn, so runs 1 and 3
+        // share a connection, and runs 2 and 4.
+        let pooled = try ProxyStack()
+        for url in ["\(pooled.api)/hello", "\(pooled.legacy)/hello"] {
+            let connections = try (1...4).map { _ in try pooled.curl(url).headers["x-conn"] ?? "none" }
+            #expect(!connections.contains("none"))
+            #expect(connections[0] == connections[2], "\(url): origin connections \(connections)")
+            #expect(connections[1] == connections[3], "\(url): origin connections \(connections)")
+            #expect(Set(connections).count == 2, "\(url): origin connections \(connections)")
+        }
+        // Not kept with --upstream-idle-timeout 0: every client gets its own origin connection.
+        let unpooled = try ProxyStack(arguments: ["--upstream-idle-timeout", "0"])
+        let connections = try (1...3).map { _ in try unpooled.curl("\(unpooled.api)/hello").headers["x-conn"] ?? "" }
+        #expect(Set(connections).count == 3, "origin connections \(connections)")
+    }
+
     @Test func http10ClientGetsAnHTTP10CompatibleAnswer() throws {
         let stack = try ProxyStack()
         let result = try stack.curl("\(stack.legacy)/chunked?n=50000", ["--http1.0"])
@@ -343,7 +362,8 @@ struct ProxyStack {
         let slow = try Child(
             executable: "/usr/bin/curl",
             arguments: [
-                "-s", "--http1.1", "-o", "/dev/null", "--max-time", "4", "--limit-rate", "1M", "-x", "http://\(stack.proxy.address)",
+                "-s", "--http1.1", "-o", "/dev/null", "--max-time", "4", "--limit-rate", "1M", "-x",
+                "http://\(stack.proxy.address)",
                 "--cacert", stack.proxy.caPath, "\(base)/bytes?n=\(600 << 20)",
             ], directory: stack.directory, label: "slow-curl")
         defer { slow.stop() }
