@@ -802,7 +802,12 @@ extension HTTP2FrontendTests {
         harness.respond(lane: 2, "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nheal")
 
         let failed = harness.send(.stream(1, .upstreamReset))
-        #expect(Self.outline(failed) == ["1:closeUpstream", "1:closeClient"])
+        #expect(Self.outline(failed) == ["1:closeUpstream", "log", "1:closeClient"])
+        let lost = try #require(Self.records(failed).first)
+        #expect(lost.url == "https://api.example.com/broken")
+        #expect(lost.result == .failed)
+        #expect(lost.errorCode == -1005)
+        #expect(lost.httpProtocol == "h2")
         #expect(!Self.names(failed).contains { $0.hasPrefix("2:") })
         let brokenView = harness.stream(broken)
         #expect(brokenView.shape == "HDR")
@@ -998,14 +1003,10 @@ extension HTTP2FrontendTests {
         try #require(harness.stream(stream).shape == "HDE")
     }
 
-    /// Runs in a child process: the defect below traps, which would otherwise end the whole test run.
+    /// Runs in a child process: a regression would trap, which would otherwise end the whole test run.
     @Test func requestTrailersReachTheOriginAsAChunkedTrailerSection() async {
-        // BUG: expected the upload to reach the origin as `7\r\npayload\r\n0\r\nx-checksum: abc\r\n\r\n` and the
-        // stream to be answered; actual: the process traps with "HTTP1BodyWriter.finish in state finished".
-        // `HTTP2Frontend.requestTrailers` feeds `.trailers`, then the stream's END_STREAM feeds `.messageEnd`;
-        // `ProxySession.requestEnd(trailers:)` finishes the request writer for the trailers but leaves `requestDone`
-        // false, so the `.messageEnd` call finishes the same writer again (preconditionFailure). The HTTP/1.1 path
-        // has the same defect: a chunked request with a trailer section crashes the proxy.
+        // Regression: `.trailers` then END_STREAM's `.messageEnd` used to finish the request body writer twice
+        // (a trap that took the whole proxy down; chunked HTTP/1.1 requests with trailers did the same).
         await #expect(processExitsWith: .success) {
             try HTTP2FrontendTests.uploadWithRequestTrailers()
         }
@@ -1029,10 +1030,8 @@ extension HTTP2FrontendTests {
 
         let (next, opened) = try harness.request("/after", method: "POST", endStream: false)
         #expect(Self.connects(opened).count == 1)
-        // BUG: expected a new stream to get its full window (65,535); actual: 16 bytes. The 16 × 65,535 bytes held
-        // while the lanes' upstreams were connecting (`Stream.heldConsumption`) are dropped with the stream in
-        // `HTTP2Frontend.streamGone` and never acknowledged, so the connection's receive window (1 MiB) stays spent:
-        // every later upload on this connection stalls.
+        // Regression: bytes held while the lanes' upstreams were connecting used to be dropped with the reset
+        // streams, never acknowledged, leaving the connection window spent (16 bytes) and later uploads stalled.
         #expect(client.sendWindow(stream: next) == 65_535)
     }
 
@@ -1047,10 +1046,7 @@ extension HTTP2FrontendTests {
         try client.goAway(error: .noError)
         let names = Self.names(harness.flushClient())
         #expect(names.contains("closeClient"))
-        // BUG: expected the idle lane to hand its judged, shareable upstream back (`1:releaseUpstream`, then
-        // `1:closeClient`), as it does when the client closes without GOAWAY (`.clientGone`); actual: only
-        // `closeClient`. A GOAWAY makes `HTTP2Frontend.step` report `finished`, and `ProxySession.apply` then calls
-        // `close()` without `h2.clientGone`, so idle lanes are never closed and the driver drops their upstreams.
+        // The idle lane hands its judged, shareable upstream back to the pool, as on `.clientGone`.
         #expect(names.contains("1:releaseUpstream"))
         #expect(names.contains("1:closeClient"))
     }

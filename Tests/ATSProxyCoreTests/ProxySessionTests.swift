@@ -149,6 +149,19 @@ import Testing
         #expect(Self.records(afterSecond).count == 1)
     }
 
+    @Test func chunkedRequestWithTrailersIsForwardedOnceAndAnswered() throws {
+        // Regression: the trailer section used to finish the body writer and the message end finished it again (a trap).
+        let harness = try Harness()
+        _ = harness.send(
+            "POST http://localhost:9000/up HTTP/1.1\r\nHost: localhost:9000\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "5\r\nhello\r\n0\r\nX-Checksum: abc\r\n\r\n")
+        let forwarded = Self.text(Self.upstreamWrites(harness.send(.upstreamConnected)))
+        #expect(forwarded.hasSuffix("\r\n\r\n5\r\nhello\r\n0\r\nX-Checksum: abc\r\n\r\n"), "\(forwarded)")
+        let answered = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)))
+        #expect(Self.text(Self.clientWrites(answered)).hasSuffix("\r\n\r\nok"))
+        #expect(Self.records(answered).first?.status == 200)
+    }
+
     @Test func requestBodyWaitsForTheUpstreamThenStreams() throws {
         let harness = try Harness()
         _ = harness.send(

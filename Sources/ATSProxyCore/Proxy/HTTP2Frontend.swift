@@ -137,6 +137,11 @@ final class HTTP2Frontend {
         pump()
         output.finished = failed || (goingAway && streams.isEmpty) || session.state == .finished
         if case .failed = session.state { output.finished = true }
+        if output.finished {
+            // Idle lanes end now, so their upstreams go back to the pool rather than being dropped.
+            for lane in lanes.keys.sorted() { closeLane(lane) }
+            streams = [:]
+        }
         let result = output
         output = Output()
         return result
@@ -213,7 +218,14 @@ final class HTTP2Frontend {
                 text: "ats-proxy: CONNECT is not supported inside an intercepted HTTP/2 tunnel")
             return
         }
-        if !authorityMatchesTunnel(head.authority) {
+        let hostField = head.headers.first { $0.name.lowercased() == "host" }?.value
+        if !head.authority.isEmpty, let hostField, hostField.lowercased() != head.authority.lowercased() {
+            // RFC 9113 §8.3.1: a Host field that contradicts :authority makes the request malformed.
+            requestCount -= 1
+            try? session.resetStream(stream: id, error: .protocolError)
+            return
+        }
+        if !authorityMatchesTunnel(head.authority.isEmpty ? hostField ?? "" : head.authority) {
             streams[id] = stream
             answerLocally(
                 stream: id, status: 421, number: number, head: head,
@@ -284,6 +296,8 @@ final class HTTP2Frontend {
     /// The stream is over: closed cleanly, reset by either side, or refused.
     private func streamGone(_ id: Int32, cleanly: Bool) {
         guard let stream = streams.removeValue(forKey: id) else { return }
+        // Request bytes held back for the lane still count against the connection window: give them back.
+        if stream.heldConsumption > 0 { session.consume(stream: id, bytes: stream.heldConsumption) }
         guard let lane = stream.lane else { return }
         laneStream[lane] = nil
         guard lanes[lane] != nil else { return }

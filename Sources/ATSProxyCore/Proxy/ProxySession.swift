@@ -66,6 +66,8 @@ public struct ProxySession {
         var clientKeepAlive: Bool
         var requestWriter: HTTP1BodyWriter
         var requestDone = false
+        /// The request body writer wrote its end (last chunk and trailers).
+        var requestBodyFinished = false
         var responseParser = HTTP1Parser(role: .response)
         var responseWriter: HTTP1BodyWriter?
         var responseStarted = false
@@ -553,16 +555,16 @@ public struct ProxySession {
             resumeParserIfIdle()
             return
         }
-        if trailers != nil || !exchange.requestDone {
-            if exchange.kind == .forward && !exchange.requestDone {
-                var framed: [UInt8] = []
-                try? exchange.requestWriter.finish(trailers: trailers ?? [:], into: &framed)
-                if !framed.isEmpty {
-                    self.exchange = exchange
-                    sendToUpstream(framed)
-                    guard let updated = self.exchange else { return }
-                    exchange = updated
-                }
+        if exchange.kind == .forward && !exchange.requestDone && !exchange.requestBodyFinished {
+            // Trailers, when there are any, finish the body; the messageEnd after them only ends the request.
+            exchange.requestBodyFinished = true
+            var framed: [UInt8] = []
+            try? exchange.requestWriter.finish(trailers: trailers ?? [:], into: &framed)
+            self.exchange = exchange
+            if !framed.isEmpty {
+                sendToUpstream(framed)
+                guard let updated = self.exchange else { return }
+                exchange = updated
             }
         }
         if trailers != nil { return }
@@ -1225,7 +1227,17 @@ public struct ProxySession {
         upstreamIdle = false
     }
 
+    /// The origin broke off mid-response (reset, garbage, or a close the framing does not allow): the
+    /// request is logged as failed with -1005 and the client connection (or HTTP/2 stream) is ended.
     private mutating func closeUpstreamAndClient() {
+        if var exchange, !exchange.responseDone {
+            exchange.result = .failed
+            exchange.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
+            exchange.rule = "the connection to the origin was lost before the response was complete"
+            self.exchange = exchange
+            logExchange()
+            self.exchange = nil
+        }
         close()
     }
 
