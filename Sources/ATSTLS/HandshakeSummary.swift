@@ -131,8 +131,12 @@ public struct HandshakeSummary: Sendable {
     public let ctLogsAvailable: Bool
     public let ocspStapleBytes: Int
     public let alpn: String?
-    /// The time the summary was judged at.
+    /// The time the summary was judged at (for a resumed session: the time of the full handshake
+    /// whose certificate facts it carries).
     public let time: Date
+    /// Whether the handshake resumed a session; the certificate facts then come from the full
+    /// handshake that created it (see `UpstreamSessionCache`).
+    public internal(set) var resumedSession = false
 
     public var leaf: CertificateDetails? { presentedChain.first }
     public var forwardSecret: Bool { cipher.keyExchange.isForwardSecret }
@@ -145,6 +149,51 @@ extension HandshakeSummary {
     static func read(
         from connection: TLSConnection, host: String, trust: TrustStore, ctLogs: CTLogStore?, time: Date
     ) -> HandshakeSummary {
+        let ssl = connection.ssl
+        let (version, cipher, group) = negotiatedParameters(connection)
+        var signatureNID: Int32 = 0
+        let peerDigest =
+            ats_SSL_get_peer_signature_nid(ssl, &signatureNID) == 1
+            ? OBJ_nid2sn(signatureNID).map { String(cString: $0) } : nil
+
+        let presented = connection.peerCertificates
+        let verification = trust.verify(chain: presented, host: host, at: time)
+        let scts = validatedSCTs(ssl, presented: presented, verification: verification, ctLogs: ctLogs, time: time)
+        let presentedDetails = presented.map(CertificateDetails.init)
+        let known = Dictionary(
+            presentedDetails.map { ($0.sha256Fingerprint, $0) }, uniquingKeysWith: { first, _ in first })
+        let builtDetails = verification.builtChain.map { certificate in
+            known[certificate.sha256Fingerprint] ?? CertificateDetails(certificate)
+        }
+        var ocsp: UnsafePointer<UInt8>?
+        let ocspLength = ats_SSL_get_tlsext_status_ocsp_resp(ssl, &ocsp)
+
+        return HandshakeSummary(
+            host: host, version: version, cipher: cipher, group: group, peerSignatureDigest: peerDigest,
+            presentedChain: presentedDetails, builtChain: builtDetails,
+            verificationIssues: verification.issues, anchor: verification.anchor, scts: scts,
+            ctLogsAvailable: (ctLogs?.logCount ?? 0) > 0, ocspStapleBytes: max(0, ocspLength),
+            alpn: connection.negotiatedALPN,
+            time: time)
+    }
+
+    /// The summary of a resumed handshake: version, cipher, group and ALPN from `connection`;
+    /// everything about the certificates (and the time they were verified at) from `facts`, the
+    /// summary of the full handshake that created the session.
+    static func resumed(from connection: TLSConnection, facts: HandshakeSummary) -> HandshakeSummary {
+        let (version, cipher, group) = negotiatedParameters(connection)
+        var summary = HandshakeSummary(
+            host: facts.host, version: version, cipher: cipher, group: group,
+            peerSignatureDigest: facts.peerSignatureDigest, presentedChain: facts.presentedChain,
+            builtChain: facts.builtChain, verificationIssues: facts.verificationIssues, anchor: facts.anchor,
+            scts: facts.scts, ctLogsAvailable: facts.ctLogsAvailable, ocspStapleBytes: facts.ocspStapleBytes,
+            alpn: connection.negotiatedALPN, time: facts.time)
+        summary.resumedSession = true
+        return summary
+    }
+
+    /// Version, cipher suite and key-exchange group of an established connection.
+    static func negotiatedParameters(_ connection: TLSConnection) -> (TLSProtocolVersion, NegotiatedCipher, String?) {
         let ssl = connection.ssl
         let version = connection.negotiatedVersion ?? .tls12
         let cipherPointer = SSL_get_current_cipher(ssl)
@@ -172,14 +221,14 @@ extension HandshakeSummary {
         let group =
             groupID > 0 && cipher.keyExchange != .rsa
             ? SSL_group_to_name(ssl, groupID).map { String(cString: $0) } : nil
-        var signatureNID: Int32 = 0
-        let peerDigest =
-            ats_SSL_get_peer_signature_nid(ssl, &signatureNID) == 1
-            ? OBJ_nid2sn(signatureNID).map { String(cString: $0) } : nil
+        return (version, cipher, group)
+    }
 
-        let presented = connection.peerCertificates
-        let verification = trust.verify(chain: presented, host: host, at: time)
-
+    /// The peer's SCTs, validated against `ctLogs` with the verified chain's issuer.
+    static func validatedSCTs(
+        _ ssl: OpaquePointer, presented: [Certificate], verification: ChainVerification, ctLogs: CTLogStore?,
+        time: Date
+    ) -> [SCTDetails] {
         var scts: [SCTDetails] = []
         if let stack = SSL_get0_peer_scts(ssl), ats_sk_SCT_num(stack) > 0, let leaf = presented.first {
             if let ctLogs, ctLogs.logCount > 0, let policy = CT_POLICY_EVAL_CTX_new() {
@@ -222,21 +271,6 @@ extension HandshakeSummary {
             }
         }
         ERR_clear_error()
-        let presentedDetails = presented.map(CertificateDetails.init)
-        let known = Dictionary(
-            presentedDetails.map { ($0.sha256Fingerprint, $0) }, uniquingKeysWith: { first, _ in first })
-        let builtDetails = verification.builtChain.map { certificate in
-            known[certificate.sha256Fingerprint] ?? CertificateDetails(certificate)
-        }
-        var ocsp: UnsafePointer<UInt8>?
-        let ocspLength = ats_SSL_get_tlsext_status_ocsp_resp(ssl, &ocsp)
-
-        return HandshakeSummary(
-            host: host, version: version, cipher: cipher, group: group, peerSignatureDigest: peerDigest,
-            presentedChain: presentedDetails, builtChain: builtDetails,
-            verificationIssues: verification.issues, anchor: verification.anchor, scts: scts,
-            ctLogsAvailable: (ctLogs?.logCount ?? 0) > 0, ocspStapleBytes: max(0, ocspLength),
-            alpn: connection.negotiatedALPN,
-            time: time)
+        return scts
     }
 }

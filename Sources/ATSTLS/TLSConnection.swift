@@ -162,6 +162,19 @@ public final class TLSConnection {
     /// Reused by `read` so that every record does not allocate and zero a fresh 16 KiB buffer.
     private var readScratch: [UInt8] = []
 
+    // Upstream session resumption (client role; see `UpstreamSessionCache`).
+    /// Where sessions the server issues go, and under which key (nil: no resumption).
+    var sessionCache: UpstreamSessionCache?
+    var sessionKey: String?
+    /// The cached session set on this engine before its handshake.
+    var offeredSession: CachedUpstreamSession?
+    /// The certificate facts of this connection: its own full handshake's summary, or those of the
+    /// session it resumed. Sessions issued on this connection are cached with them.
+    var sessionFacts: HandshakeSummary?
+    /// A session issued before the summary existed (TLS 1.2 issues it inside the handshake); one
+    /// owned reference, cached once `sessionFacts` is known, freed in `deinit` otherwise.
+    private var pendingSession: OpaquePointer?
+
     /// A client engine sends `serverName` as SNI (unless it is an IP literal); a server engine uses
     /// `fallbackServerName` when the client sends no SNI.
     public init(context: TLSContext, serverName: String?, fallbackServerName: String? = nil) throws {
@@ -197,7 +210,37 @@ public final class TLSConnection {
         SSL_free(ssl)
         BIO_free(networkIn)
         BIO_free(networkOut)
+        if let pendingSession { SSL_SESSION_free(pendingSession) }
     }
+
+    /// The new-session callback's target: keeps a copy of `session` when it can be cached. A copy,
+    /// because the issued object stays this connection's current session, and `SSL_free` marks
+    /// that one not resumable unless the connection was shut down with close_notify.
+    func sessionIssued(_ session: OpaquePointer) {
+        guard let sessionCache, let sessionKey, SSL_SESSION_is_resumable(session) == 1 else { return }
+        guard sessionFacts != nil || pendingSession == nil, let copy = SSL_SESSION_dup(session) else { return }
+        if let sessionFacts {
+            sessionCache.store(copy, facts: sessionFacts, key: sessionKey)
+        } else {
+            pendingSession = copy
+        }
+    }
+
+    /// Records the certificate facts this connection's sessions stand for and caches a session
+    /// that was issued before they were known.
+    func adoptSessionFacts(_ facts: HandshakeSummary) {
+        sessionFacts = facts
+        guard let pendingSession else { return }
+        self.pendingSession = nil
+        if let sessionCache, let sessionKey {
+            sessionCache.store(pendingSession, facts: facts, key: sessionKey)
+        } else {
+            SSL_SESSION_free(pendingSession)
+        }
+    }
+
+    /// Whether the completed handshake resumed a session instead of a full exchange.
+    public var resumedSession: Bool { SSL_session_reused(ssl) == 1 }
 
     /// Bytes that arrived from the peer.
     public func receive(_ bytes: [UInt8]) {

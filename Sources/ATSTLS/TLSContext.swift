@@ -209,6 +209,9 @@ public final class ServerTLSContext: Sendable {
                 + "ECDHE-ECDSA-AES256-SHA:ECDHE-ECDSA-AES128-SHA")
         try context.setTLS13Suites("TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256")
         _ = ats_SSL_CTX_set_session_cache_mode(context.pointer, Int(SSL_SESS_CACHE_SERVER))
+        // Resumption for clients that come back: TLS 1.3 tickets are stateless (nothing cached
+        // here); one per handshake instead of OpenSSL's two halves the ticket work.
+        _ = SSL_CTX_set_num_tickets(context.pointer, 1)
         context.setSNIProvider(leaves)
         context.setALPNSelector(alpn)
         self.context = context

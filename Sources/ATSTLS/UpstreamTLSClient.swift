@@ -10,18 +10,29 @@ import Synchronization
 /// are not delegated to OpenSSL's handshake (it accepts CN-only names, missing EKU, long validity,
 /// SHA-224); `summarize` verifies against `trust` and `UpstreamJudge` decides.
 ///
+/// Enforcement engines resume sessions from `sessions` (see `UpstreamSessionCache` for why the
+/// judgement stays correct); probe engines never do. OpenSSL's own chain verification during the
+/// handshake is skipped: it would build and check the chain against an empty store only for the
+/// summary to verify it again against `trust`.
+///
 /// Thread-safe: contexts are cached per configuration behind a `Mutex` and only read afterwards.
 public final class UpstreamTLSClient: Sendable {
     public let trust: TrustStore
     public let ctLogs: CTLogStore?
     /// ALPN offered upstream.
     public let alpn: [String]
+    /// Resumable sessions of enforcement handshakes; nil disables resumption.
+    public let sessions: UpstreamSessionCache?
     private let contexts = Mutex<[String: TLSContext]>([:])
 
-    public init(trust: TrustStore, ctLogs: CTLogStore? = nil, alpn: [String] = ["h2", "http/1.1"]) {
+    public init(
+        trust: TrustStore, ctLogs: CTLogStore? = nil, alpn: [String] = ["h2", "http/1.1"],
+        sessions: UpstreamSessionCache? = UpstreamSessionCache()
+    ) {
         self.trust = trust
         self.ctLogs = ctLogs
         self.alpn = alpn
+        self.sessions = sessions
     }
 
     /// The groups an Apple client offers.
@@ -72,14 +83,37 @@ public final class UpstreamTLSClient: Sendable {
         // Collect SCTs from the TLS extension and OCSP too (validation is ours: pitfall 16).
         _ = SSL_CTX_enable_ct(context.pointer, Int32(SSL_CT_VALIDATION_PERMISSIVE))
         ERR_clear_error()
-        _ = SSL_CTX_set_options(context.pointer, ats_SSL_OP_NO_TICKET)
+        // The chain is verified once, by the summary against `trust`; OpenSSL's own pass would
+        // decode, build and reject it against the context's empty store first.
+        SSL_CTX_set_cert_verify_callback(context.pointer, { _, _ in 1 }, nil)
+        // Sessions go to the new-session callback (TLS 1.3 tickets arrive after the handshake),
+        // never into OpenSSL's internal client cache.
+        _ = ats_SSL_CTX_set_session_cache_mode(
+            context.pointer, Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL))
+        SSL_CTX_sess_set_new_cb(context.pointer) { ssl, session in
+            guard let ssl, let session, let owner = SSL_get_ex_data(ssl, 0) else { return 0 }
+            Unmanaged<TLSConnection>.fromOpaque(owner).takeUnretainedValue().sessionIssued(session)
+            return 0
+        }
         contexts.withLock { $0[offer.key] = context }
         return context
     }
 
-    /// An engine for the enforcement handshake of `requirements` towards `host` (SNI unless an IP).
-    public func makeConnection(requirements: TLSRequirements, host: String) throws -> TLSConnection {
-        try TLSConnection(context: try context(for: Self.offer(for: requirements)), serverName: host)
+    /// An engine for the enforcement handshake of `requirements` towards `host` (SNI unless an IP)
+    /// on `port`. It offers the session cached for (offer, host, port) if there is one.
+    public func makeConnection(requirements: TLSRequirements, host: String, port: Int? = nil) throws
+        -> TLSConnection
+    {
+        let offer = Self.offer(for: requirements)
+        let connection = try TLSConnection(context: try context(for: offer), serverName: host)
+        guard let sessions else { return connection }
+        let key = UpstreamSessionCache.key(offer: offer.key, host: host, port: port)
+        connection.sessionCache = sessions
+        connection.sessionKey = key
+        if let cached = sessions.lookup(key), SSL_set_session(connection.ssl, cached.pointer) == 1 {
+            connection.offeredSession = cached
+        }
+        return connection
     }
 
     /// An engine for a permissive explanation probe: level 0, exactly `version`, and the given
@@ -93,8 +127,17 @@ public final class UpstreamTLSClient: Sendable {
         return try TLSConnection(context: try context(for: offer), serverName: host)
     }
 
-    /// The summary of an established engine, verified for `host` at `time`.
+    /// The summary of an established engine, verified for `host` at `time`. A resumed handshake
+    /// reuses the certificate facts of the full handshake behind its session (with that
+    /// handshake's time) and reads the rest from the connection.
     public func summarize(_ connection: TLSConnection, host: String, time: Date) -> HandshakeSummary {
-        HandshakeSummary.read(from: connection, host: host, trust: trust, ctLogs: ctLogs, time: time)
+        if connection.resumedSession, let offered = connection.offeredSession {
+            let summary = HandshakeSummary.resumed(from: connection, facts: offered.facts)
+            connection.adoptSessionFacts(offered.facts)
+            return summary
+        }
+        let summary = HandshakeSummary.read(from: connection, host: host, trust: trust, ctLogs: ctLogs, time: time)
+        connection.adoptSessionFacts(summary)
+        return summary
     }
 }
