@@ -1,44 +1,41 @@
 import Dispatch
 
-/// A one-shot or repeating timer on a loop (a `DispatchSourceTimer` targeting the loop's queue):
-/// header-read, idle keep-alive and connect timeouts.
+/// A one-shot or repeating timer on a loop: header-read, idle keep-alive and connect timeouts.
+/// An entry in the loop's timer heap, so arming, rescheduling and cancelling cost no syscall
+/// (rescheduling an idle timeout on every event is the common case).
 ///
 /// Contract: the handler runs on the loop, never after `cancel()` returns (cancel is called on
-/// the loop, so a pending event is dropped by the state check). A one-shot timer cancels its
-/// source before calling the handler. The source retains the timer until it is cancelled, so an
-/// armed timer needs no other owner.
+/// the loop). A one-shot timer is disarmed before its handler runs. The loop retains an armed
+/// timer, so it needs no other owner.
 ///
-/// Threading: create, reschedule and cancel on the loop (`dispatchPrecondition`). That
+/// Threading: create, reschedule and cancel on the loop (checked in debug builds). That
 /// confinement is the invariant behind `@unchecked Sendable`.
 public final class LoopTimer: @unchecked Sendable {
     /// Lifecycle of the timer.
     enum State {
-        /// Scheduled; the handler will run.
+        /// In the loop's heap; the handler will run.
         case armed
-        /// Fired (one-shot) or cancelled; the source is cancelled.
+        /// Fired (one-shot) or cancelled; out of the heap.
         case done
     }
 
     /// The loop the timer runs on.
     public let loop: EventLoop
-    private let source: any DispatchSourceTimer
-    private let repeats: Bool
+    /// Monotonic nanoseconds at which the timer fires next (loop clock).
+    private(set) var deadline: UInt64
+    /// Position in the loop's heap, -1 when not in it (maintained by `TimerHeap`).
+    var heapIndex = -1
+    private let interval: UInt64?
     private var state = State.armed
-    private var handler: LoopBound<() -> Void>?
+    private var handler: (() -> Void)?
 
     private init(loop: EventLoop, delay: Duration, interval: Duration?, handler: @escaping () -> Void) {
         loop.assertInLoop()
         self.loop = loop
-        self.repeats = interval != nil
-        self.handler = LoopBound(handler, loop: loop)
-        source = DispatchSource.makeTimerSource(queue: loop.queue)
-        if let interval {
-            source.schedule(deadline: .now() + delay.dispatchInterval, repeating: interval.dispatchInterval)
-        } else {
-            source.schedule(deadline: .now() + delay.dispatchInterval)
-        }
-        source.setEventHandler { [self] in fire() }
-        source.resume()
+        self.interval = interval.map(\.loopNanoseconds)
+        self.handler = handler
+        deadline = loop.core.now &+ delay.loopNanoseconds
+        loop.core.timers.insert(self)
     }
 
     /// Runs `handler` once on `loop` after `delay`. Call on the loop.
@@ -62,18 +59,15 @@ public final class LoopTimer: @unchecked Sendable {
         }
     }
 
-    /// Pushes an armed one-shot timer's deadline to `delay` from now (idle timeouts reset on
-    /// activity). Returns false when the timer is no longer armed.
+    /// Pushes an armed timer's deadline to `delay` from now (idle timeouts reset on activity); a
+    /// repeating timer then repeats every `delay`. Returns false when the timer is no longer armed.
     @discardableResult
     public func reschedule(after delay: Duration) -> Bool {
         loop.assertInLoop()
         switch state {
         case .armed:
-            if repeats {
-                source.schedule(deadline: .now() + delay.dispatchInterval, repeating: delay.dispatchInterval)
-            } else {
-                source.schedule(deadline: .now() + delay.dispatchInterval)
-            }
+            deadline = loop.core.now &+ delay.loopNanoseconds
+            loop.core.timers.update(self)
             return true
         case .done:
             return false
@@ -87,20 +81,23 @@ public final class LoopTimer: @unchecked Sendable {
         case .armed:
             state = .done
             handler = nil
-            source.cancel()
+            loop.core.timers.remove(self)
         case .done:
             return
         }
     }
 
-    private func fire() {
+    /// Called by the loop once the deadline passed (the timer is already out of the heap).
+    func fire(now: UInt64) {
         switch state {
         case .armed:
-            guard let work = handler?.value else { return }
-            if !repeats {
+            guard let work = handler else { return }
+            if let interval {
+                deadline = now &+ max(interval, 1)
+                loop.core.timers.insert(self)
+            } else {
                 state = .done
                 handler = nil
-                source.cancel()
             }
             work()
         case .done:
@@ -110,6 +107,16 @@ public final class LoopTimer: @unchecked Sendable {
 }
 
 extension Duration {
+    /// The duration in nanoseconds for the loop clock (negative as 0, saturating).
+    var loopNanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0, attoseconds >= 0 || seconds > 0 else { return 0 }
+        let nanos = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if nanos.overflow { return UInt64(Int64.max) }
+        let total = nanos.partialValue.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return total.overflow ? UInt64(Int64.max) : UInt64(max(0, total.partialValue))
+    }
+
     /// The duration as a `DispatchTimeInterval` in nanoseconds (saturating).
     var dispatchInterval: DispatchTimeInterval {
         let (seconds, attoseconds) = components

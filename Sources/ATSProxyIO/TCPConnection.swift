@@ -1,4 +1,4 @@
-import Dispatch
+import COpenSSLShims
 import Foundation
 
 #if canImport(Glibc)
@@ -56,44 +56,47 @@ extension TCPConnectionHandler {
     public func connectionDidDrain(_ connection: TCPConnection) {}
 }
 
-/// A connected, non-blocking TCP socket driven by a `DispatchSourceRead` and a
-/// `DispatchSourceWrite` on its loop's queue.
+/// A connected, non-blocking TCP socket registered once with its loop's poller, edge-triggered
+/// for reading and writing.
 ///
 /// Contract:
-/// - The read source is armed for the connection's life except while reading is paused
-///   (`pauseReading`) or after EOF. One event reads at most a few loop read buffers.
-/// - `write` tries the socket at once; what the kernel does not take is queued and the write source
-///   is resumed only then, and suspended again in its handler once the queue is empty.
+/// - Reading: every readiness report reads until the socket is drained (a short read), at most a
+///   few loop read buffers per turn (fairness between connections on one loop; the rest is read
+///   on the next turn). `pauseReading` stops delivering; readiness seen while paused is
+///   remembered and served on `resumeReading`.
+/// - `write` tries the socket at once; what the kernel does not take is queued (small writes
+///   coalesce into one chunk) and flushed with `writev` when the poller reports the socket
+///   writable again. No re-arming: the registration never changes.
 /// - Watermarks: crossing `highWatermark` reports "not writable", falling to `lowWatermark` reports
 ///   "writable" again. The queue is never bounded by the connection itself: callers honour the
 ///   signal (a relay pauses its other side).
-/// - `close()` drops queued bytes, cancels both sources (resuming any suspended one so its cancel
-///   handler runs) and closes the fd in the last cancel handler, then calls `connectionDidClose`.
+/// - `close()` drops queued bytes and closes the fd at once; `connectionDidClose` follows on the
+///   loop after the current handler returns.
 ///
-/// Threading: every method must be called on `loop.queue` (checked with `dispatchPrecondition`);
-/// the only exception is `start`'s caller scheduling. That confinement is the invariant behind
-/// `@unchecked Sendable`. The sources' handlers retain the connection until both are cancelled,
-/// so a connection stays alive while open even if nobody else holds it.
-public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
+/// Threading: every method must be called on the loop's thread (checked in debug builds); the only
+/// exception is creating the connection, which the listener may do for another loop. That
+/// confinement is the invariant behind `@unchecked Sendable`. The loop retains a started
+/// connection until it closes, so it stays alive while open even if nobody else holds it.
+public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, LoopWatcher {
     /// The connection's lifecycle.
     enum Lifecycle: Equatable {
-        /// Created; sources not yet resumed. Writes are queued.
+        /// Created; not yet registered with the poller. Writes are queued.
         case idle
-        /// Sources live; reading and writing.
+        /// Registered; reading and writing.
         case open
-        /// Sources cancelled, waiting for their cancel handlers; the fd is still open.
+        /// The fd is closed; `connectionDidClose` is about to be delivered.
         case closing(TCPCloseReason)
-        /// The fd is closed and the handler has been told.
+        /// The handler has been told.
         case closed
     }
 
     /// The read direction.
     enum InputState: Equatable {
-        /// Read source armed (once the connection is open).
+        /// Delivering bytes (once the connection is open).
         case reading
-        /// Read source suspended by `pauseReading`.
+        /// Paused by `pauseReading`.
         case paused
-        /// The peer sent EOF; the read source stays suspended.
+        /// The peer sent EOF; nothing more is read.
         case eof
     }
 
@@ -111,12 +114,18 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
     public let loop: EventLoop
     /// The socket. Owned: closed by the connection, never by anyone else.
     public let fileDescriptor: Int32
-    /// The local address, read once at creation.
-    public let localAddress: SocketAddress?
     /// The peer address, read once at creation.
     public let remoteAddress: SocketAddress?
     /// A process-unique number for logs.
     public let id: UInt64
+
+    /// The local address (read from the socket on first use).
+    public var localAddress: SocketAddress? {
+        if let cachedLocalAddress { return cachedLocalAddress }
+        let address = SocketAddress.of(fd: fileDescriptor, peer: false)
+        cachedLocalAddress = address
+        return address
+    }
 
     /// Event receiver; set it before `start()` (the listener and connector start the connection
     /// right after handing it to you). Dropped after `connectionDidClose`.
@@ -158,24 +167,31 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
     public var isReadingPaused: Bool { input == .paused }
 
     private var storedHandler: (any TCPConnectionHandler)?
+    private var cachedLocalAddress: SocketAddress?
     private var lifecycle = Lifecycle.idle
     private var input = InputState.reading
     private var output = OutputState.open
-    private let readSource: any DispatchSourceRead
-    private let writeSource: any DispatchSourceWrite
-    private var readSourceSuspended = true
-    private var writeSourceSuspended = true
-    private var pendingCancels = 2
-    private var writeQueue: [[UInt8]] = []
-    private var writeQueueHead = 0
+    /// The poller registration (nil before `start` and after closing).
+    private var token: LoopToken?
+    /// The poller reported input (data, EOF or an error) that has not been read yet.
+    private var readReady = false
+    /// The peer shut down its side (or the connection broke): read until EOF, not to a short read.
+    private var peerHungUp = false
+    /// A read continuation is scheduled on the loop.
+    private var readScheduled = false
+    /// The kernel refused bytes; the next writable report flushes.
+    private var awaitingWritable = false
+    /// Bytes the kernel has not taken yet, oldest first; `headOffset` bytes of the first are sent.
+    private var writeQueue: [WriteChunk] = []
     private var headOffset = 0
     private var aboveHighWatermark = false
+    private var closeWhenDrained = false
     /// Called after `connectionDidClose` (the listener uses it to count live connections).
     var onFinalClose: (@Sendable () -> Void)?
 
     private static let idCounter = IDCounter()
-    /// Largest chunk the write queue appends small writes into (write coalescing).
-    private static let coalesceLimit = 64 * 1024
+    /// Reads per readiness report before yielding to the loop's other connections.
+    private static let readsPerTurn = 4
 
     /// Adopts a connected socket. The fd is made non-blocking and close-on-exec and gets
     /// `TCP_NODELAY`. Call on any thread; everything afterwards happens on `loop`.
@@ -184,19 +200,29 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Adopts a socket whose peer address is already known (from `accept`), saving a syscall.
-    init(accepted fd: Int32, remoteAddress: SocketAddress?, loop: EventLoop) {
+    /// `nonBlocking` says the socket already is (accept4, connect sockets).
+    init(accepted fd: Int32, remoteAddress: SocketAddress?, loop: EventLoop, nonBlocking: Bool = false) {
         self.loop = loop
         self.fileDescriptor = fd
         self.id = Self.idCounter.next()
-        Socket.configureConnected(fd)
-        self.localAddress = SocketAddress.of(fd: fd, peer: false)
+        if nonBlocking {
+            Socket.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+        } else {
+            Socket.configureConnected(fd)
+        }
         self.remoteAddress = remoteAddress ?? SocketAddress.of(fd: fd, peer: true)
-        readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.queue)
-        writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
-        readSource.setEventHandler { [self] in readable() }
-        writeSource.setEventHandler { [self] in writableEvent() }
-        readSource.setCancelHandler { [self] in sourceCancelled() }
-        writeSource.setCancelHandler { [self] in sourceCancelled() }
+    }
+
+    /// Takes over a connecting socket's poller registration (the connector's), which already
+    /// watches input and output edge-triggered. Call on the loop.
+    init(connected fd: Int32, remoteAddress: SocketAddress?, loop: EventLoop, token: LoopToken) {
+        self.loop = loop
+        self.fileDescriptor = fd
+        self.id = Self.idCounter.next()
+        Socket.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+        self.remoteAddress = remoteAddress ?? SocketAddress.of(fd: fd, peer: true)
+        self.token = token
+        loop.core.reassign(token, to: self)
     }
 
     public var description: String {
@@ -206,21 +232,34 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
 
     /// Internal state for tests and debugging (call on the loop).
     var stateSummary: String {
-        "\(lifecycle) in=\(input) out=\(output) rs=\(readSourceSuspended ? "S" : "A")"
-            + " ws=\(writeSourceSuspended ? "S" : "A") q=\(queuedBytes) r=\(bytesRead) w=\(bytesWritten)"
+        "\(lifecycle) in=\(input) out=\(output) ready=\(readReady ? "R" : "-")\(awaitingWritable ? "W" : "-")"
+            + " q=\(queuedBytes) r=\(bytesRead) w=\(bytesWritten)"
     }
 
     // MARK: Commands
 
-    /// Starts delivering events: arms the read source (unless paused) and flushes writes queued
-    /// before the start. Idempotent. Must run on the loop.
+    /// Starts delivering events: registers with the poller (unless the connector's registration
+    /// was adopted) and flushes writes queued before the start. Idempotent. Must run on the loop.
     public func start() {
         loop.assertInLoop()
         switch lifecycle {
         case .idle:
             lifecycle = .open
-            if input == .reading { resumeReadSource() }
-            if writeQueueHead < writeQueue.count || output == .shutdownPending { flush() }
+            if token == nil {
+                do {
+                    token = try loop.core.register(
+                        fd: fileDescriptor, interest: UInt32(ATS_POLL_IN | ATS_POLL_OUT), edgeTriggered: true,
+                        watcher: self)
+                } catch {
+                    fail(error)
+                    return
+                }
+            } else {
+                // An adopted registration's first edges went to the connector: look for ourselves.
+                readReady = true
+                scheduleRead()
+            }
+            if !writeQueue.isEmpty || output == .shutdownPending { flush() }
         case .open, .closing, .closed:
             return
         }
@@ -232,25 +271,27 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
         loop.assertInLoop()
         guard acceptsWrites, !bytes.isEmpty else { return }
         var remaining = bytes
-        if lifecycle == .open, writeQueueHead == writeQueue.count {
+        if lifecycle == .open, writeQueue.isEmpty, !awaitingWritable {
             // Fast path: nothing queued, try the socket directly from the caller's memory.
             while !remaining.isEmpty {
                 let n = sysWrite(fileDescriptor, remaining.baseAddress, remaining.count)
                 if n > 0 {
                     bytesWritten += UInt64(n)
+                    if n == remaining.count { return }
                     remaining = UnsafeRawBufferPointer(rebasing: remaining[n...])
                     continue
                 }
                 let code = currentErrno()
                 if n < 0 && code == EINTR { continue }
-                if n < 0 && (code == EAGAIN || code == EWOULDBLOCK) { break }
+                if n < 0 && (code == EAGAIN || code == EWOULDBLOCK) {
+                    awaitingWritable = true
+                    break
+                }
                 fail(IOError(call: "write", errno: n < 0 ? code : EIO))
                 return
             }
-            if remaining.isEmpty { return }
         }
         enqueue(remaining)
-        if lifecycle == .open { armWriteSource() }
         updateWatermarkAfterEnqueue()
     }
 
@@ -269,11 +310,8 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
     public func pauseReading() {
         loop.assertInLoop()
         switch input {
-        case .reading:
-            input = .paused
-            if lifecycle == .open { suspendReadSource() }
-        case .paused, .eof:
-            return
+        case .reading: input = .paused
+        case .paused, .eof: return
         }
     }
 
@@ -283,10 +321,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
         switch input {
         case .paused:
             input = .reading
-            if lifecycle == .open {
-                resumeReadSource()
-                if drainingWithoutEvents { scheduleDrain() }
-            }
+            if lifecycle == .open && readReady { scheduleRead() }
         case .reading, .eof:
             return
         }
@@ -300,7 +335,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
         switch output {
         case .open:
             output = .shutdownPending
-            if lifecycle == .open, writeQueueHead == writeQueue.count { completeShutdown() }
+            if lifecycle == .open, writeQueue.isEmpty { completeShutdown() }
         case .shutdownPending, .shutdown:
             return
         }
@@ -316,7 +351,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
     public func closeAfterFlush() {
         loop.assertInLoop()
         guard isOpen else { return }
-        if writeQueueHead == writeQueue.count {
+        if writeQueue.isEmpty {
             terminate(.local)
         } else {
             closeWhenDrained = true
@@ -332,11 +367,6 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
         terminate(.local)
     }
 
-    private var closeWhenDrained = false
-    /// Set after a hang-up event: the read source will not fire again, so reading continues by
-    /// re-scheduling itself until EOF.
-    private var drainingWithoutEvents = false
-
     private var acceptsWrites: Bool {
         guard isOpen else { return false }
         switch output {
@@ -345,53 +375,77 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    // MARK: Read side
+    // MARK: Poller reports
 
-    /// A read event. On Linux, libdispatch answers `EPOLLHUP` with one last event whose `data` is 0
-    /// and then removes the fd from epoll: the source never fires again. So a zero estimate switches
-    /// the connection to draining by itself (re-scheduling on the loop) until EOF or an error.
-    private func readable() {
-        if readSource.data == 0 { drainingWithoutEvents = true }
-        readAvailable()
+    func loopEvent(_ events: UInt32) {
+        guard lifecycle == .open else { return }
+        if events & UInt32(ATS_POLL_HUP | ATS_POLL_ERR) != 0 { peerHungUp = true }
+        if events & UInt32(ATS_POLL_OUT | ATS_POLL_ERR) != 0, awaitingWritable || !writeQueue.isEmpty {
+            awaitingWritable = false
+            flush()
+            guard lifecycle == .open else { return }
+        }
+        if events & UInt32(ATS_POLL_IN | ATS_POLL_HUP | ATS_POLL_ERR) != 0 {
+            readReady = true
+            if events & UInt32(ATS_POLL_ERR) != 0, input != .reading {
+                // Reading is paused or over, so no read will surface the error: ask the socket.
+                let code = Socket.pendingError(fileDescriptor)
+                if code != 0 {
+                    fail(IOError(call: "socket", errno: code))
+                    return
+                }
+            }
+            readAvailable()
+        }
     }
 
-    /// Reads up to a few buffers (fairness between connections on one loop), delivering each.
+    // MARK: Read side
+
+    /// Reads up to a few buffers, delivering each; stops at a short read (edge-triggered: the
+    /// poller reports the next arrival) unless the peer hung up, in which case it reads to EOF.
     private func readAvailable() {
-        guard lifecycle == .open, input == .reading else { return }
+        guard lifecycle == .open, input == .reading, readReady else { return }
         let buffer = loop.readBuffer
-        for _ in 0..<4 {
+        for _ in 0..<Self.readsPerTurn {
             let n = sysRead(fileDescriptor, buffer.baseAddress, buffer.count)
             if n > 0 {
                 bytesRead += UInt64(n)
+                let isShort = n < buffer.count
+                if isShort && !peerHungUp { readReady = false }
                 storedHandler?.connectionDidRead(self, bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                guard lifecycle == .open, input == .reading else { return }
-                if n < buffer.count && !drainingWithoutEvents { return }
+                guard lifecycle == .open, input == .reading, readReady else { return }
                 continue
             }
             if n == 0 {
+                readReady = false
                 receivedEOF()
                 return
             }
             let code = currentErrno()
             if code == EINTR { continue }
             if code == EAGAIN || code == EWOULDBLOCK {
-                // Not a hang-up after all: the source is still registered and will fire again.
-                drainingWithoutEvents = false
+                readReady = false
                 return
             }
+            readReady = false
             fail(IOError(call: "read", errno: code))
             return
         }
-        if drainingWithoutEvents { scheduleDrain() }
+        // More may be waiting: continue after the loop's other ready connections had their turn.
+        scheduleRead()
     }
 
-    private func scheduleDrain() {
-        loop.queue.async { [self] in readAvailable() }
+    private func scheduleRead() {
+        guard !readScheduled else { return }
+        readScheduled = true
+        loop.runSoon { [self] in
+            readScheduled = false
+            readAvailable()
+        }
     }
 
     private func receivedEOF() {
         input = .eof
-        suspendReadSource()
         storedHandler?.connectionDidReadEOF(self)
         guard lifecycle == .open else { return }
         if output == .shutdown { terminate(.finished) }
@@ -400,10 +454,8 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
     // MARK: Write side
 
     private func enqueue(_ bytes: UnsafeRawBufferPointer) {
-        if writeQueueHead < writeQueue.count, writeQueue[writeQueue.count - 1].count < Self.coalesceLimit {
-            writeQueue[writeQueue.count - 1].append(contentsOf: bytes)
-        } else {
-            writeQueue.append(Array(bytes))
+        if writeQueue.isEmpty || !writeQueue[writeQueue.count - 1].append(bytes) {
+            writeQueue.append(WriteChunk(copying: bytes))
         }
         queuedBytes += bytes.count
         maxQueuedBytes = max(maxQueuedBytes, queuedBytes)
@@ -416,43 +468,29 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    private func writableEvent() {
-        guard lifecycle == .open else { return }
-        flush()
-    }
-
-    /// Writes queued chunks until the kernel refuses (arm the write source) or the queue empties
-    /// (disarm it; complete a pending shutdown; report drained / writable).
+    /// Writes queued chunks (several at once with `writev`) until the kernel refuses (wait for the
+    /// next writable report) or the queue empties (complete a pending shutdown; report drained /
+    /// writable).
     private func flush() {
         let hadQueued = queuedBytes > 0
-        while writeQueueHead < writeQueue.count {
-            let n = writeQueue[writeQueueHead].withUnsafeBytes { chunk in
-                sysWrite(fileDescriptor, chunk.baseAddress! + headOffset, chunk.count - headOffset)
-            }
+        while !writeQueue.isEmpty {
+            let n = writeQueuedChunks()
             if n > 0 {
                 bytesWritten += UInt64(n)
                 queuedBytes -= n
-                headOffset += n
-                if headOffset == writeQueue[writeQueueHead].count {
-                    writeQueue[writeQueueHead] = []
-                    writeQueueHead += 1
-                    headOffset = 0
-                }
+                consumeQueued(n)
                 continue
             }
             let code = currentErrno()
             if n < 0 && code == EINTR { continue }
             if n < 0 && (code == EAGAIN || code == EWOULDBLOCK) {
-                armWriteSource()
+                awaitingWritable = true
                 reportWritableIfBelowLow()
                 return
             }
             fail(IOError(call: "write", errno: n < 0 ? code : EIO))
             return
         }
-        writeQueue.removeAll(keepingCapacity: writeQueue.capacity <= 16)
-        writeQueueHead = 0
-        disarmWriteSource()
         if output == .shutdownPending {
             if closeWhenDrained {
                 terminate(.local)
@@ -466,11 +504,46 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
         if hadQueued { storedHandler?.connectionDidDrain(self) }
     }
 
-    private func reportWritableIfBelowLow() {
-        if writeQueueHead > 64, writeQueueHead * 2 > writeQueue.count {
-            writeQueue.removeFirst(writeQueueHead)
-            writeQueueHead = 0
+    /// One `write` for a single queued chunk, one `writev` for up to 16.
+    private func writeQueuedChunks() -> Int {
+        let count = min(writeQueue.count, 16)
+        if count == 1 {
+            let chunk = writeQueue[0]
+            return sysWrite(fileDescriptor, chunk.base + headOffset, chunk.count - headOffset)
         }
+        return withUnsafeTemporaryAllocation(of: iovec.self, capacity: count) { vectors in
+            for index in 0..<count {
+                let chunk = writeQueue[index]
+                let offset = index == 0 ? headOffset : 0
+                vectors[index] = iovec(iov_base: chunk.base + offset, iov_len: chunk.count - offset)
+            }
+            return writev(fileDescriptor, vectors.baseAddress, Int32(count))
+        }
+    }
+
+    /// Drops the `written` bytes from the head of the queue, freeing finished chunks.
+    private func consumeQueued(_ written: Int) {
+        var left = written
+        var finished = 0
+        while left > 0 {
+            let available = writeQueue[finished].count - headOffset
+            if left < available {
+                headOffset += left
+                break
+            }
+            left -= available
+            writeQueue[finished].free()
+            finished += 1
+            headOffset = 0
+        }
+        if finished == writeQueue.count {
+            writeQueue.removeAll(keepingCapacity: writeQueue.capacity <= 16)
+        } else if finished > 0 {
+            writeQueue.removeFirst(finished)
+        }
+    }
+
+    private func reportWritableIfBelowLow() {
         if aboveHighWatermark, queuedBytes <= lowWatermark {
             aboveHighWatermark = false
             storedHandler?.connectionWritabilityChanged(self, isWritable: true)
@@ -489,43 +562,13 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
         if input == .eof { terminate(.finished) }
     }
 
-    // MARK: Sources
-
-    private func resumeReadSource() {
-        if readSourceSuspended {
-            readSourceSuspended = false
-            readSource.resume()
-        }
-    }
-
-    private func suspendReadSource() {
-        if !readSourceSuspended {
-            readSourceSuspended = true
-            readSource.suspend()
-        }
-    }
-
-    private func armWriteSource() {
-        if writeSourceSuspended {
-            writeSourceSuspended = false
-            writeSource.resume()
-        }
-    }
-
-    private func disarmWriteSource() {
-        if !writeSourceSuspended {
-            writeSourceSuspended = true
-            writeSource.suspend()
-        }
-    }
-
     // MARK: Closing
 
     private func fail(_ error: IOError) {
         terminate(error.isReset ? .reset : .error(error))
     }
 
-    /// Cancels both sources (resuming suspended ones so the cancel handlers run: pitfall 8).
+    /// Closes the fd now (leaving the poller with it) and tells the handler on the next turn.
     private func terminate(_ reason: TCPCloseReason) {
         switch lifecycle {
         case .idle, .open:
@@ -534,23 +577,19 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
             return
         }
         lifecycle = .closing(reason)
+        for index in writeQueue.indices { writeQueue[index].free() }
         writeQueue = []
-        writeQueueHead = 0
         headOffset = 0
         queuedBytes = 0
-        readSource.cancel()
-        writeSource.cancel()
-        resumeReadSource()
-        armWriteSource()
-    }
-
-    private func sourceCancelled() {
-        pendingCancels -= 1
-        guard pendingCancels == 0 else { return }
-        guard case .closing(let reason) = lifecycle else {
-            preconditionFailure("\(self): both sources cancelled in state \(lifecycle)")
+        if let token {
+            loop.core.unregister(token, fd: fileDescriptor, closing: true)
+            self.token = nil
         }
         sysClose(fileDescriptor)
+        loop.runSoon { [self] in deliverClose(reason) }
+    }
+
+    private func deliverClose(_ reason: TCPCloseReason) {
         lifecycle = .closed
         let handler = storedHandler
         storedHandler = nil
@@ -559,6 +598,38 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible {
         self.onFinalClose = nil
         onFinalClose?()
     }
+}
+
+/// A span of queued output in memory the connection allocates and frees itself, so that `writev`
+/// can point at it directly. Small writes are appended into the last chunk (write coalescing).
+struct WriteChunk {
+    let base: UnsafeMutableRawPointer
+    private(set) var count: Int
+    let capacity: Int
+
+    /// Smallest allocation: small writes that queue up share one chunk.
+    static let minimumCapacity = 16 * 1024
+    /// Writes are not appended to a chunk that would grow past this.
+    static let coalesceLimit = 64 * 1024
+
+    init(copying bytes: UnsafeRawBufferPointer) {
+        capacity = max(bytes.count, Self.minimumCapacity)
+        base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        count = bytes.count
+        if let source = bytes.baseAddress { base.copyMemory(from: source, byteCount: bytes.count) }
+    }
+
+    /// Appends when there is room within the coalescing limit; false otherwise.
+    mutating func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard count + bytes.count <= min(capacity, Self.coalesceLimit), let source = bytes.baseAddress else {
+            return bytes.isEmpty
+        }
+        (base + count).copyMemory(from: source, byteCount: bytes.count)
+        count += bytes.count
+        return true
+    }
+
+    func free() { base.deallocate() }
 }
 
 /// A thread-safe counter for connection ids.

@@ -1,4 +1,4 @@
-import Dispatch
+import COpenSSLShims
 
 #if canImport(Glibc)
     import Glibc
@@ -12,18 +12,20 @@ import Dispatch
 /// Contract: `completion` runs exactly once on the loop, with a started-but-handlerless
 /// `TCPConnection` (set its handler in the completion; it is started right after) or a
 /// `ConnectError`, unless `cancel()` ran first, in which case it never runs. When every address
-/// fails, the last address's error is reported. A write source watches each in-progress connect
-/// and is cancelled before its socket is closed or handed to the connection.
+/// fails, the last address's error is reported. Each in-progress socket is registered with the
+/// loop's poller the way a connection is (input and output, edge-triggered); on success the
+/// registration passes to the `TCPConnection` as it is, so connecting costs one `epoll_ctl`.
 ///
 /// Threading: create and cancel on the loop. All state is loop-confined (the invariant behind
-/// `@unchecked Sendable`); the source and timer retain the connector until it finishes.
-public final class TCPConnector: @unchecked Sendable {
+/// `@unchecked Sendable`); the poller registration and the timer retain the connector until it
+/// finishes.
+public final class TCPConnector: @unchecked Sendable, LoopWatcher {
     /// Lifecycle of the attempt.
     enum State {
         /// Waiting for the resolver.
         case resolving
-        /// A `connect` to `addresses[index]` is in flight on `fd`, watched by `source`.
-        case connecting(index: Int, fd: Int32, source: any DispatchSourceWrite)
+        /// A `connect` to `addresses[index]` is in flight on `fd`, registered as `token`.
+        case connecting(index: Int, fd: Int32, token: LoopToken)
         /// Completed, failed, timed out or cancelled; nothing further happens.
         case finished
     }
@@ -137,24 +139,27 @@ public final class TCPConnector: @unchecked Sendable {
         }
         // Connected at once (possible on loopback) or in progress: either way wait for writability,
         // which keeps one code path and lets SO_ERROR tell the outcome.
-        let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
-        state = .connecting(index: index, fd: fd, source: source)
-        source.setEventHandler { [self] in connectFinished(index: index) }
-        source.resume()
+        do {
+            let token = try loop.core.register(
+                fd: fd, interest: UInt32(ATS_POLL_IN | ATS_POLL_OUT), edgeTriggered: true, watcher: self)
+            state = .connecting(index: index, fd: fd, token: token)
+        } catch {
+            sysClose(fd)
+            lastError = .other(error)
+            attempt(index: index + 1)
+        }
     }
 
-    private func connectFinished(index: Int) {
-        guard case .connecting(let current, let fd, let source) = state, current == index else { return }
+    func loopEvent(_ events: UInt32) {
+        guard case .connecting(let index, let fd, let token) = state else { return }
+        guard events & UInt32(ATS_POLL_OUT | ATS_POLL_ERR | ATS_POLL_HUP) != 0 else { return }
         let code = Socket.pendingError(fd)
         if code == 0 {
             state = .finished
             connectedAddress = addresses[index]
-            // The connection creates its own sources; hand the fd over only once ours is gone.
-            source.setCancelHandler { [self] in
-                let connection = TCPConnection(adopting: fd, loop: loop)
-                finish(.success(connection))
-            }
-            source.cancel()
+            let connection = TCPConnection(
+                connected: fd, remoteAddress: addresses[index], loop: loop, token: token)
+            finish(.success(connection))
             return
         }
         lastError = ConnectError.from(errno: code, call: "connect \(addresses[index])")
@@ -162,12 +167,12 @@ public final class TCPConnector: @unchecked Sendable {
         attempt(index: index + 1)
     }
 
-    /// Cancels the in-flight attempt's source; its cancel handler closes the socket.
+    /// Unregisters and closes the in-flight attempt's socket.
     private func abandonCurrentAttempt() {
-        guard case .connecting(_, let fd, let source) = state else { return }
+        guard case .connecting(_, let fd, let token) = state else { return }
         state = .resolving
-        source.setCancelHandler { sysClose(fd) }
-        source.cancel()
+        loop.core.unregister(token, fd: fd, closing: true)
+        sysClose(fd)
     }
 
     private func timedOut() {

@@ -1,4 +1,4 @@
-import Dispatch
+import COpenSSLShims
 import Foundation
 import Logging
 
@@ -8,13 +8,15 @@ import Logging
     import Darwin
 #endif
 
-/// A listening TCP socket that accepts on its own serial queue and hands every accepted socket to
-/// the next loop of an `EventLoopGroup`, as a `TCPConnection`.
+/// A listening TCP socket that accepts on one loop of an `EventLoopGroup` and hands every accepted
+/// socket to the group's next loop, as a `TCPConnection` (directly when that is the accepting loop
+/// itself, otherwise through the other loop's task queue).
 ///
 /// Contract:
 /// - `init` binds and listens (IPv4 or IPv6; port 0 picks a free port, see `boundAddress`) but
 ///   accepts nothing until `start()`.
-/// - Each readable event drains `accept` until `EAGAIN`. A client outside the allow-list (only
+/// - Each readable report accepts until `EAGAIN` (at most 64 per turn; the registration is
+///   level-triggered, so the rest is reported again). A client outside the allow-list (only
 ///   enforced when bound to a non-loopback address) is closed at once and reported to
 ///   `onRefusedClient`. Beyond `maxConnections` live connections the socket is handed to
 ///   `onOverLimit` (on its loop; the caller answers 503 and closes it) or closed when there is no
@@ -24,9 +26,9 @@ import Logging
 /// - `stop()` stops accepting and closes the listening socket; live connections are untouched.
 ///
 /// Threading: `start`/`stop`/`liveConnections` may be called from any thread. Mutable accept state
-/// lives on `acceptQueue`; the live-connection counter is lock-protected. Invariant for
-/// `@unchecked Sendable`: `state` and the source are touched only on `acceptQueue`.
-public final class TCPListener: @unchecked Sendable {
+/// lives on `acceptLoop`; the live-connection counter is lock-protected. Invariant for
+/// `@unchecked Sendable`: `state` and the registration are touched only on `acceptLoop`.
+public final class TCPListener: @unchecked Sendable, LoopWatcher {
     /// Listener settings.
     public struct Configuration: Sendable {
         /// Where to listen.
@@ -52,13 +54,13 @@ public final class TCPListener: @unchecked Sendable {
 
     /// Lifecycle of the listening socket.
     enum State {
-        /// Bound and listening; the accept source is not yet resumed.
+        /// Bound and listening; not yet registered with the accept loop's poller.
         case bound
-        /// Accepting.
-        case accepting
-        /// Accepting paused after `EMFILE`/`ENFILE`; a timer resumes it.
+        /// Registered; accepting.
+        case accepting(LoopToken)
+        /// Accepting paused after `EMFILE`/`ENFILE` (unregistered); a timer resumes it.
         case backingOff
-        /// `stop()` called; the source is cancelled and the fd closed in its cancel handler.
+        /// `stop()` called; the fd is closed.
         case stopped
     }
 
@@ -71,11 +73,9 @@ public final class TCPListener: @unchecked Sendable {
 
     private let group: EventLoopGroup
     private let fd: Int32
-    private let acceptQueue: DispatchQueue
-    private let source: any DispatchSourceRead
+    /// The loop whose poller watches the listening socket and that runs `acceptAll`.
+    private let acceptLoop: EventLoop
     private var state = State.bound
-    private var socketClosed = false
-    private var stopCompletions: [@Sendable () -> Void] = []
     /// The live-connection budget (private to this listener unless one was passed in).
     public let limit: ConnectionLimit
     private let onAccept: @Sendable (TCPConnection) -> Void
@@ -90,7 +90,7 @@ public final class TCPListener: @unchecked Sendable {
     ///   - onAccept: called on the new connection's loop; set the handler there.
     ///   - onOverLimit: called on the loop with a connection that exceeds `maxConnections`; write
     ///     a 503 and `closeAfterFlush()`. Without it such sockets are closed at once.
-    ///   - onRefusedClient: called on the accept queue for a client outside the allow-list.
+    ///   - onRefusedClient: called on the accept loop for a client outside the allow-list.
     public init(
         configuration: Configuration,
         group: EventLoopGroup,
@@ -133,16 +133,7 @@ public final class TCPListener: @unchecked Sendable {
         self.boundAddress = bound
         self.effectiveAllowList =
             bound.isLoopback ? nil : (configuration.allowList ?? ClientAllowList.privateAndLinkLocal)
-        self.acceptQueue = DispatchQueue(label: "ats-proxy.accept.\(bound)")
-        self.source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
-        source.setEventHandler { [self] in acceptAll() }
-        source.setCancelHandler { [self] in
-            sysClose(fd)
-            socketClosed = true
-            let completions = stopCompletions
-            stopCompletions = []
-            for completion in completions { completion() }
-        }
+        self.acceptLoop = group.next()
     }
 
     /// Live (accepted, not yet closed, within the limit) connections, counted on `limit` (so a
@@ -153,44 +144,55 @@ public final class TCPListener: @unchecked Sendable {
 
     /// Starts accepting. Idempotent.
     public func start() {
-        acceptQueue.async { [self] in
+        acceptLoop.execute { [self] in
             switch state {
             case .bound:
-                state = .accepting
-                source.resume()
+                registerForAccepts()
             case .accepting, .backingOff, .stopped:
                 return
             }
         }
     }
 
-    /// Stops accepting and closes the listening socket; `completion` runs (on the accept queue) once
+    /// Stops accepting and closes the listening socket; `completion` runs (on the accept loop) once
     /// the socket is closed, so a new connect is refused from then on. Idempotent.
     public func stop(completion: (@Sendable () -> Void)? = nil) {
-        acceptQueue.async { [self] in
-            if let completion {
-                if socketClosed { completion() } else { stopCompletions.append(completion) }
-            }
+        acceptLoop.execute { [self] in
             switch state {
+            case .accepting(let token):
+                acceptLoop.core.unregister(token, fd: fd, closing: true)
+                sysClose(fd)
             case .bound, .backingOff:
-                source.cancel()
-                source.resume()
-            case .accepting:
-                source.cancel()
+                sysClose(fd)
             case .stopped:
                 break
             }
             state = .stopped
+            completion?()
         }
     }
 
+    private func registerForAccepts() {
+        do {
+            let token = try acceptLoop.core.register(
+                fd: fd, interest: UInt32(ATS_POLL_IN), edgeTriggered: false, watcher: self)
+            state = .accepting(token)
+        } catch {
+            backOff(error)
+        }
+    }
+
+    func loopEvent(_ events: UInt32) {
+        acceptAll()
+    }
+
     private func acceptAll() {
-        guard state == .accepting else { return }
-        while true {
+        guard case .accepting = state else { return }
+        for _ in 0..<64 {
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let client = withUnsafeMutablePointer(to: &storage) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(fd, $0, &length) }
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { ats_accept_nonblocking(fd, $0, &length) }
             }
             if client < 0 {
                 let code = currentErrno()
@@ -231,32 +233,37 @@ public final class TCPListener: @unchecked Sendable {
                 sysClose(client)
                 return
             }
-            let connection = TCPConnection(accepted: client, remoteAddress: peer, loop: loop)
-            loop.execute {
+            let connection = TCPConnection(accepted: client, remoteAddress: peer, loop: loop, nonBlocking: true)
+            run(on: loop) {
                 onOverLimit(connection)
                 connection.start()
             }
             return
         }
-        let connection = TCPConnection(accepted: client, remoteAddress: peer, loop: loop)
+        let connection = TCPConnection(accepted: client, remoteAddress: peer, loop: loop, nonBlocking: true)
         connection.onFinalClose = { [limit] in limit.release() }
         let onAccept = onAccept
-        loop.execute {
+        run(on: loop) {
             onAccept(connection)
             connection.start()
         }
     }
 
-    /// Out of descriptors: suspend accepting for 100 ms instead of spinning on a readable socket.
+    /// Runs `work` on `loop`: right here when it is the accepting loop, else in its task queue.
+    private func run(on loop: EventLoop, _ work: @escaping @Sendable () -> Void) {
+        if loop === acceptLoop { work() } else { loop.execute(work) }
+    }
+
+    /// Out of descriptors: stop watching the socket for 100 ms instead of spinning on a readable
+    /// socket (the registration is level-triggered).
     private func backOff(_ error: IOError) {
         logger.warning("accept paused for 100 ms", metadata: ["error": "\(error)"])
+        if case .accepting(let token) = state { acceptLoop.core.unregister(token, fd: fd, closing: false) }
         state = .backingOff
-        source.suspend()
-        acceptQueue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in
+        _ = LoopTimer.oneShot(on: acceptLoop, after: .milliseconds(100)) { [self] in
             switch state {
             case .backingOff:
-                state = .accepting
-                source.resume()
+                registerForAccepts()
             case .bound, .accepting, .stopped:
                 return
             }

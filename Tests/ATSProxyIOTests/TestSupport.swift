@@ -77,7 +77,7 @@ func eventually(seconds: Double = 5, _ condition: () -> Bool) -> Bool {
 
 /// Runs `body` synchronously on `loop` and returns its result.
 func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @Sendable () -> T) -> T {
-    loop.queue.sync(execute: body)
+    loop.submitAndWait(body)
 }
 
 /// Echoes everything back; finishes its write side after the peer's EOF (the protocol default).

@@ -65,7 +65,7 @@ struct TimerSignalTests {
         let start = Date()
         loop.execute {
             let timer = LoopTimer.oneShot(on: loop, after: .milliseconds(50)) { firedAt.fulfill(Date()) }
-            loop.queue.asyncAfter(deadline: .now() + .milliseconds(30)) {
+            loop.execute(after: .milliseconds(30)) {
                 #expect(timer.reschedule(after: .milliseconds(100)))
             }
         }
