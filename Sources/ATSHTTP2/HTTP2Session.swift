@@ -242,6 +242,20 @@ public final class HTTP2Session {
         }
     }
 
+    /// Acknowledges `bytes` on the connection window only. With `consumeStream(stream:bytes:)` later, this lets an
+    /// owner hold back one stream (its window stays spent) without starving the connection's other streams.
+    public func consumeConnection(bytes: Int) {
+        guard let session, bytes > 0 else { return }
+        _ = nghttp2_session_consume_connection(session, bytes)
+    }
+
+    /// Acknowledges `bytes` on `stream`'s window only (their connection-level share went with `consumeConnection`).
+    /// A stream that is already closed needs nothing and is ignored.
+    public func consumeStream(stream: Int32, bytes: Int) {
+        guard let session, bytes > 0 else { return }
+        _ = nghttp2_session_consume_stream(session, stream, bytes)
+    }
+
     /// Resets `stream` with `error` (RST_STREAM) and drops its send buffer.
     public func resetStream(stream: Int32, error: HTTP2ErrorCode) throws {
         let session = try liveSession()

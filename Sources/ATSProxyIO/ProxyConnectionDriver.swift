@@ -283,9 +283,12 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         guard let upstream = lane.upstream else { return }
         lane.upstream = nil
         laneOfConnection[ObjectIdentifier(upstream)] = nil
+        resumeClientIfPossible()
         if let (link, channel) = pool.promote(upstream, lease: lease, owner: self, lane: lane.id) {
             lane.channel = (link, channel)
             if !client.isWritable || lane.readsPausedBySession { link.setReadingPaused(true, channel: channel) }
+            // Started only now that the lane knows its channel: whatever the link reports at once reaches it.
+            link.start()
         } else {
             run(lane: lane.id, .upstreamReset)
         }
@@ -400,6 +403,8 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         } else if let id = laneOfConnection.removeValue(forKey: ObjectIdentifier(connection)) {
             lanes[id]?.upstream = nil
             connection.handler = nil
+            // It may have been the unwritable upstream that paused the client.
+            resumeClientIfPossible()
             switch reason {
             case .reset, .error: run(lane: id, .upstreamReset)
             case .local, .finished: run(lane: id, .upstreamEOF)

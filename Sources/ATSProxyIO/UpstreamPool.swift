@@ -93,10 +93,13 @@ final class UpstreamPool: @unchecked Sendable {
             return nil
         }
         if lease.shareable && !shuttingDown { links[lease.key, default: []].append(link) }
+        // The caller starts the link once it has recorded the channel.
         let channel = link.openChannel(owner: owner, lane: lane)
-        link.start()
         return (link, channel)
     }
+
+    /// Whether `shutdown` ran: links whose last channel closes are not kept.
+    var isShuttingDown: Bool { shuttingDown }
 
     /// A link finished: no new channels go to it.
     func remove(_ link: UpstreamLinkDriver) {
@@ -277,7 +280,7 @@ final class UpstreamLinkDriver: TCPConnectionHandler, @unchecked Sendable {
     private func channelsChanged() {
         guard owners.isEmpty, case .open = state else { return }
         let idleTime = pool?.idleTime ?? .zero
-        guard lease.shareable, idleTime > .zero else {
+        guard lease.shareable, idleTime > .zero, pool?.isShuttingDown == false else {
             pool?.remove(self)
             shutdown()
             return

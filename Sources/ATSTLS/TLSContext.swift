@@ -101,17 +101,23 @@ public final class TLSContext: @unchecked Sendable {
 
     /// Protocols a client context offers in ALPN, in preference order.
     public func setClientALPN(_ protocols: [String]) throws {
+        let wire = Self.alpnWire(protocols)
+        alpnWire = wire
+        // SSL_CTX_set_alpn_protos returns 0 on success (pitfall 18).
+        guard SSL_CTX_set_alpn_protos(pointer, wire, UInt32(wire.count)) == 0 else {
+            throw OpenSSLError("SSL_CTX_set_alpn_protos")
+        }
+    }
+
+    /// The ALPN protocol list in wire format: each name prefixed with its length.
+    static func alpnWire(_ protocols: [String]) -> [UInt8] {
         var wire: [UInt8] = []
         for name in protocols {
             let bytes = Array(name.utf8)
             wire.append(UInt8(bytes.count))
             wire.append(contentsOf: bytes)
         }
-        alpnWire = wire
-        // SSL_CTX_set_alpn_protos returns 0 on success (pitfall 18).
-        guard SSL_CTX_set_alpn_protos(pointer, wire, UInt32(wire.count)) == 0 else {
-            throw OpenSSLError("SSL_CTX_set_alpn_protos")
-        }
+        return wire
     }
 
     /// Installs the server-side ALPN hook: it gets the client's offered protocols and returns

@@ -101,11 +101,20 @@ public final class UpstreamTLSClient: Sendable {
 
     /// An engine for the enforcement handshake of `requirements` towards `host` (SNI unless an IP)
     /// on `port`. It offers the session cached for (offer, host, port) if there is one.
-    public func makeConnection(requirements: TLSRequirements, host: String, port: Int? = nil) throws
-        -> TLSConnection
-    {
+    /// `alpn` replaces the client's ALPN list for this connection (an HTTP/1.1 Upgrade request offers
+    /// `http/1.1` only, as CFNetwork's WebSocket tasks do).
+    public func makeConnection(
+        requirements: TLSRequirements, host: String, port: Int? = nil, alpn: [String]? = nil
+    ) throws -> TLSConnection {
         let offer = Self.offer(for: requirements)
         let connection = try TLSConnection(context: try context(for: offer), serverName: host)
+        if let alpn {
+            let wire = TLSContext.alpnWire(alpn)
+            // SSL_set_alpn_protos returns 0 on success.
+            guard SSL_set_alpn_protos(connection.ssl, wire, UInt32(wire.count)) == 0 else {
+                throw OpenSSLError("SSL_set_alpn_protos")
+            }
+        }
         guard let sessions else { return connection }
         let key = UpstreamSessionCache.key(offer: offer.key, host: host, port: port)
         connection.sessionCache = sessions

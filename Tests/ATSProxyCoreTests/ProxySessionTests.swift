@@ -16,7 +16,8 @@ import Testing
         var now = Date()
 
         init(
-            ats: [String: PlistValue] = [:], settings: ProxySettings = ProxySettings(), platform: String = "ios:18.0"
+            ats: [String: PlistValue] = [:], settings: ProxySettings = ProxySettings(), platform: String = "ios:18.0",
+            upstreamALPN: [String] = ["http/1.1"]
         ) throws {
             proxyCA = try CertificateAuthority.generate()
             originCA = try CertificateAuthority.generate()
@@ -30,7 +31,7 @@ import Testing
                     leaves: try LeafCertificateCache(authority: proxyCA),
                     alpn: ServerTLSContext.preferring(["http/1.1"])),
                 upstreamTLS: UpstreamTLSClient(
-                    trust: try TrustStore(systemRoots: false, extraAnchors: [originCA.certificate]), alpn: ["http/1.1"]),
+                    trust: try TrustStore(systemRoots: false, extraAnchors: [originCA.certificate]), alpn: upstreamALPN),
                 processID: 100)
             session = ProxySession(services: services, clientAddress: "127.0.0.1:5000", connectionNumber: 1)
             _ = session.start()
@@ -41,9 +42,9 @@ import Testing
         func send(_ text: String) -> [ProxyCommand] { send(.clientBytes(Array(text.utf8))) }
 
         /// An upstream TLS server engine presenting a leaf for `host` from `originCA`.
-        func originServer(host: String, versions: ClosedRange<TLSProtocolVersion> = .tls12...(.tls13)) throws
-            -> TLSConnection
-        {
+        func originServer(
+            host: String, versions: ClosedRange<TLSProtocolVersion> = .tls12...(.tls13), alpn: [String]? = nil
+        ) throws -> TLSConnection {
             let key = try PrivateKey.generate(.p256)
             var spec = CertificateSpec(
                 notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(86400 * 30))
@@ -58,6 +59,7 @@ import Testing
             }
             try context.setVersions(minimum: versions.lowerBound, maximum: versions.upperBound)
             try context.useCertificate(leaf, key: key)
+            if let alpn { context.setALPNSelector(ServerTLSContext.preferring(alpn)) }
             return try TLSConnection(context: context, serverName: nil)
         }
     }
@@ -322,6 +324,42 @@ import Testing
             if !clientWrites(commands).isEmpty { break }
         }
         return commands
+    }
+
+    @Test(arguments: [false, true])
+    func anOriginChoosingH2IsPromotedExceptForUpgradeRequests(upgrade: Bool) throws {
+        // URLSession offers h2 upstream, but a WebSocket (HTTP/1.1 Upgrade) connection offers http/1.1 only.
+        let harness = try Harness(upstreamALPN: ["h2", "http/1.1"])
+        let client = try Self.establishTunnel(harness, host: "api.example.com")
+        var request = "GET /socket HTTP/1.1\r\nHost: api.example.com\r\n"
+        if upgrade {
+            request += "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+            request += "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        }
+        #expect(client.write(Array((request + "\r\n").utf8)) > 0)
+        _ = harness.send(.clientBytes(client.takeOutbound()))
+        let origin = try harness.originServer(host: "api.example.com", alpn: ["h2", "http/1.1"])
+        // Pump the handshake, keeping every command (the promotion comes with the origin's last flight).
+        var commands = harness.send(.upstreamConnected)
+        var all = commands
+        func isPromotion(_ command: ProxyCommand) -> Bool {
+            if case .promoteUpstream = command { true } else { false }
+        }
+        for _ in 0..<10 where !all.contains(where: isPromotion) {
+            origin.receive(Self.upstreamWrites(commands))
+            _ = origin.handshake()
+            guard origin.hasOutbound else { break }
+            commands = harness.send(.upstreamBytes(origin.takeOutbound()))
+            all += commands
+        }
+        if let promotion = commands.firstIndex(where: isPromotion) {
+            // The TLS records before the promotion (the client's Finished) still belong to the handshake.
+            origin.receive(Self.upstreamWrites(Array(commands[..<promotion])))
+            _ = origin.handshake()
+        }
+        #expect(origin.state == .established)
+        #expect(origin.negotiatedALPN == (upgrade ? "http/1.1" : "h2"))
+        #expect(all.contains(where: isPromotion) == !upgrade)
     }
 
     @Test func interceptedRequestIsForwardedOverTLSAndAnswered() throws {

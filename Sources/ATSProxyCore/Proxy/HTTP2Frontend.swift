@@ -89,6 +89,10 @@ final class HTTP2Frontend {
     /// Whether any stream is open.
     var hasStreams: Bool { !streams.isEmpty }
 
+    /// Whether a lane serves an open stream (lanes have their own timers; otherwise the connection's idle
+    /// timer runs, so a client cannot pin the connection with streams nobody serves).
+    var hasServedStreams: Bool { streams.values.contains { $0.lane != nil } }
+
     /// Our SETTINGS.
     func start() -> Output {
         step(now: now) { _ in }
@@ -265,6 +269,8 @@ final class HTTP2Frontend {
             return
         }
         if stream.readsPaused {
+            // Only the stream's window stays spent: the connection's other streams keep flowing.
+            session.consumeConnection(bytes: bytes.count)
             stream.heldConsumption += bytes.count
             streams[id] = stream
         } else {
@@ -296,10 +302,12 @@ final class HTTP2Frontend {
     /// The stream is over: closed cleanly, reset by either side, or refused.
     private func streamGone(_ id: Int32, cleanly: Bool) {
         guard let stream = streams.removeValue(forKey: id) else { return }
-        // Request bytes held back for the lane still count against the connection window: give them back.
-        if stream.heldConsumption > 0 { session.consume(stream: id, bytes: stream.heldConsumption) }
         guard let lane = stream.lane else { return }
         laneStream[lane] = nil
+        if stream.upstreamPaused {
+            // The lane (and its upstream) may serve another stream: it must not stay paused.
+            output.commands.append(.stream(lane, .resumeUpstreamReads))
+        }
         guard lanes[lane] != nil else { return }
         let finished = cleanly && stream.response == .ended && lanes[lane]!.isIdleForReuse
         if finished && idleLanes.count < Self.maximumIdleLanes && !goingAway {
@@ -383,8 +391,14 @@ final class HTTP2Frontend {
         output.commands.append(.stream(lane, .closeClient))
         guard let id = laneStream.removeValue(forKey: lane), var stream = streams[id] else { return }
         stream.lane = nil
+        stream.readsPaused = false
+        if stream.heldConsumption > 0 {
+            session.consumeStream(stream: id, bytes: stream.heldConsumption)
+            stream.heldConsumption = 0
+        }
         switch stream.response {
         case .ended:
+            // Any rest of the request body is acknowledged and dropped (`requestData` without a lane).
             streams[id] = stream
         case .pending, .streaming:
             stream.response = .ended
@@ -397,7 +411,7 @@ final class HTTP2Frontend {
         guard let id = laneStream[lane], var stream = streams[id] else { return }
         stream.readsPaused = paused
         if !paused && stream.heldConsumption > 0 {
-            session.consume(stream: id, bytes: stream.heldConsumption)
+            session.consumeStream(stream: id, bytes: stream.heldConsumption)
             stream.heldConsumption = 0
         }
         streams[id] = stream

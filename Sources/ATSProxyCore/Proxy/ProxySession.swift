@@ -472,7 +472,9 @@ public struct ProxySession {
             return
         }
         let permissive = services.settings.mode == .report && requirements != nil
-        let key = UpstreamKey(host: host, port: port, requirements: requirements, permissive: permissive)
+        let key = UpstreamKey(
+            host: host, port: port, requirements: requirements, permissive: permissive,
+            http1Only: exchange.isUpgradeRequest)
         var upstreamHead = head.forOrigin()
         // The proxy speaks its own version upstream (RFC 9112 §2.5), whatever the client sent.
         upstreamHead.version = .http11
@@ -480,6 +482,8 @@ public struct ProxySession {
             upstreamHead.headers, options: HTTP1ProxyHeaders.Options(upgrading: exchange.isUpgradeRequest))
         if !exchange.clientKeepAlive && !exchange.isUpgradeRequest {
             upstreamHead.headers.append(name: "Connection", value: "close")
+            // The origin will close after answering, whether or not it says so: never park this connection.
+            exchange.upstreamKeepAlive = false
         }
         var bytes: [UInt8] = []
         HTTP1Serializer.writeRequestHead(upstreamHead, into: &bytes)
@@ -658,7 +662,8 @@ public struct ProxySession {
             }
             do {
                 let offered = key.permissive ? Self.permissive(requirements) : requirements
-                let tls = try services.upstreamTLS.makeConnection(requirements: offered, host: key.host)
+                let tls = try services.upstreamTLS.makeConnection(
+                    requirements: offered, host: key.host, port: key.port, alpn: key.http1Only ? ["http/1.1"] : nil)
                 upstream = .handshaking(key, tls)
                 continueUpstreamHandshake(key, tls)
             } catch {
@@ -844,7 +849,7 @@ public struct ProxySession {
                         clientFraming = .untilClose
                     }
                     exchange.upstreamKeepAlive =
-                        framing != .untilClose
+                        exchange.upstreamKeepAlive && framing != .untilClose
                         && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
                     if !exchange.requestDone { exchange.clientKeepAlive = false }
                     if !exchange.clientKeepAlive { clientHead.headers.append(name: "Connection", value: "close") }
@@ -1309,7 +1314,7 @@ public struct ProxySession {
         case .h2:
             // Streams time out on their own lanes; the connection's timer is the idle one.
             headerTimerRunning = false
-            if h2?.hasStreams ?? false {
+            if h2?.hasServedStreams ?? false {
                 commands.append(.cancelTimer)
             } else {
                 commands.append(.armTimer(seconds: services.settings.idleTimeout))

@@ -10,6 +10,16 @@ public struct UpstreamKey: Hashable, Sendable {
     public var requirements: TLSRequirements?
     /// `--mode report` offers everything upstream; such connections never mix with enforced ones.
     public var permissive: Bool
+    /// Offer only `http/1.1` in ALPN: HTTP/1.1 Upgrade requests (WebSockets), which HTTP/2 cannot carry.
+    public var http1Only: Bool
+
+    public init(host: String, port: Int, requirements: TLSRequirements?, permissive: Bool, http1Only: Bool = false) {
+        self.host = host
+        self.port = port
+        self.requirements = requirements
+        self.permissive = permissive
+        self.http1Only = http1Only
+    }
 }
 
 /// An established, judged upstream connection's protocol state as it moves between a session and its

@@ -121,6 +121,8 @@ extension UpstreamH2Link {
             emitBytes(chunk, channel: channel.id)
         }
         if channel.readingPaused {
+            // Only the stream's window stays spent: the connection's other channels keep flowing.
+            session.consumeConnection(bytes: bytes.count)
             channel.heldBytes[stream, default: 0] += bytes.count
         } else {
             session.consume(stream: stream, bytes: bytes.count)
@@ -184,6 +186,12 @@ extension UpstreamH2Link {
         let refused = streamOwners.keys.filter { $0 > lastStreamID }.sorted()
         for stream in refused {
             guard let (channel, _) = owner(of: stream) else { continue }
+            reset(channel, .refusedStream)
+        }
+        // Channels between requests could never start another stream here: let their sessions drop them now
+        // (as an idle HTTP/1.1 connection the origin closed) instead of refusing their next request.
+        for channel in channels.values.sorted(by: { $0.id < $1.id }) {
+            guard case .idle = channel.state else { continue }
             reset(channel, .refusedStream)
         }
     }

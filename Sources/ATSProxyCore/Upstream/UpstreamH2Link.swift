@@ -430,7 +430,7 @@ public final class UpstreamH2Link {
     func releaseHeldCredit(of channel: Channel) {
         guard !channel.heldBytes.isEmpty else { return }
         for (stream, count) in channel.heldBytes {
-            session.consume(stream: stream, bytes: count)
+            session.consumeStream(stream: stream, bytes: count)
         }
         channel.heldBytes.removeAll()
     }
