@@ -2,6 +2,12 @@ import ATSPolicy
 import COpenSSL
 import COpenSSLShims
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Why a handshake or a record operation failed, classified from OpenSSL's error queue.
 public struct TLSFailure: Error, Sendable, Hashable, CustomStringConvertible {
     /// The classified cause.
@@ -107,6 +113,72 @@ public enum TLSAlert {
     }
 }
 
+/// The BIO method of the engines: reads come from the engine's `inbound` bytes, writes go to its
+/// `outbound` array. Unlike a memory BIO it keeps no buffer of its own (a memory BIO never shrinks:
+/// after one bulk transfer an idle connection kept ~85 KiB per direction) and saves a copy each
+/// way.
+private struct EngineBIO: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    static let method: EngineBIO = {
+        guard let method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "ats-proxy engine") else {
+            fatalError("BIO_meth_new failed")
+        }
+        _ = BIO_meth_set_write(method) { bio, bytes, count in
+            guard let bio, let bytes, let owner = BIO_get_data(bio) else { return -1 }
+            return Unmanaged<TLSConnection>.fromOpaque(owner).takeUnretainedValue().bioWrite(bio, bytes, Int(count))
+        }
+        _ = BIO_meth_set_read(method) { bio, buffer, count in
+            guard let bio, let buffer, let owner = BIO_get_data(bio) else { return -1 }
+            return Unmanaged<TLSConnection>.fromOpaque(owner).takeUnretainedValue().bioRead(bio, buffer, Int(count))
+        }
+        _ = BIO_meth_set_ctrl(method) { bio, command, _, _ in
+            guard let bio, let owner = BIO_get_data(bio) else { return 0 }
+            return Unmanaged<TLSConnection>.fromOpaque(owner).takeUnretainedValue().bioControl(bio, command)
+        }
+        _ = BIO_meth_set_create(method) { bio in
+            BIO_set_init(bio, 1)
+            return 1
+        }
+        _ = BIO_meth_set_destroy(method) { bio in
+            BIO_set_data(bio, nil)
+            return 1
+        }
+        return EngineBIO(pointer: method)
+    }()
+}
+
+/// One scratch buffer per thread for `SSL_read` (an engine is used by one thread at a time, and
+/// `read` copies out before returning), freed when the thread exits.
+enum ReadScratch {
+    static let size = 16 * 1024
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        #if canImport(Darwin)
+            pthread_key_create(&key) { $0.deallocate() }
+        #else
+            pthread_key_create(&key) { $0?.deallocate() }
+        #endif
+        return key
+    }()
+
+    /// The calling thread's buffer (`minimum` larger than `size` gets a bigger one, kept).
+    static func buffer(minimum: Int) -> UnsafeMutableRawBufferPointer {
+        if let raw = pthread_getspecific(key) {
+            let stored = raw.load(as: Int.self)
+            if stored >= minimum {
+                return UnsafeMutableRawBufferPointer(start: raw + MemoryLayout<Int>.stride, count: stored)
+            }
+            raw.deallocate()
+        }
+        let capacity = max(size, minimum)
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: capacity + MemoryLayout<Int>.stride, alignment: 16)
+        raw.storeBytes(of: capacity, as: Int.self)
+        pthread_setspecific(key, raw)
+        return UnsafeMutableRawBufferPointer(start: raw + MemoryLayout<Int>.stride, count: capacity)
+    }
+}
+
 /// A sans-io TLS engine: one `SSL` over two memory BIOs. The driver feeds network bytes in with
 /// `receive`, takes network bytes out with `takeOutbound`, and calls `handshake`, `read` and
 /// `write`; the engine never touches a socket, a clock or a queue.
@@ -150,8 +222,11 @@ public final class TLSConnection {
 
     public let context: TLSContext
     let ssl: OpaquePointer
-    private let networkIn: OpaquePointer
-    private let networkOut: OpaquePointer
+    /// Peer bytes not yet consumed by OpenSSL (from `inboundOffset` on). Released once consumed.
+    private var inbound: [UInt8] = []
+    private var inboundOffset = 0
+    /// Bytes OpenSSL produced for the peer; `takeOutbound` hands the array itself over.
+    private var outbound: [UInt8] = []
     /// The name to serve when a ClientHello carries no SNI (server role).
     let fallbackServerName: String?
     /// The SNI name (client role) or the name the served leaf was chosen for (server role).
@@ -159,8 +234,8 @@ public final class TLSConnection {
     public private(set) var state: State = .idle
     public private(set) var failure: TLSFailure?
     private var transportEnded = false
-    /// Reused by `read` so that every record does not allocate and zero a fresh 16 KiB buffer.
-    private var readScratch: [UInt8] = []
+    /// OpenSSL's record buffers were freed and no record operation ran since.
+    private var buffersReleased = false
 
     // Upstream session resumption (client role; see `UpstreamSessionCache`).
     /// Where sessions the server issues go, and under which key (nil: no resumption).
@@ -179,20 +254,17 @@ public final class TLSConnection {
     /// `fallbackServerName` when the client sends no SNI.
     public init(context: TLSContext, serverName: String?, fallbackServerName: String? = nil) throws {
         guard let ssl = SSL_new(context.pointer) else { throw OpenSSLError("SSL_new") }
-        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem()) else {
+        guard let bio = BIO_new(EngineBIO.method.pointer) else {
             SSL_free(ssl)
             throw OpenSSLError("BIO_new")
         }
         self.ssl = ssl
         self.context = context
-        networkIn = input
-        networkOut = output
         self.fallbackServerName = fallbackServerName
-        // An empty input BIO means "retry later", not EOF, until the transport ends.
-        _ = BIO_ctrl(input, BIO_C_SET_BUF_MEM_EOF_RETURN, -1, nil)
-        BIO_up_ref(input)
-        BIO_up_ref(output)
-        SSL_set_bio(ssl, input, output)
+        // One BIO for both directions; it reaches this engine through its data pointer (the SSL,
+        // which owns the BIO, never outlives the engine).
+        BIO_set_data(bio, Unmanaged.passUnretained(self).toOpaque())
+        SSL_set_bio(ssl, bio, bio)
         SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
         switch context.role {
         case .client:
@@ -208,8 +280,6 @@ public final class TLSConnection {
 
     deinit {
         SSL_free(ssl)
-        BIO_free(networkIn)
-        BIO_free(networkOut)
         if let pendingSession { SSL_SESSION_free(pendingSession) }
     }
 
@@ -245,25 +315,67 @@ public final class TLSConnection {
     /// Bytes that arrived from the peer.
     public func receive(_ bytes: [UInt8]) {
         guard !bytes.isEmpty else { return }
-        bytes.withUnsafeBytes { raw in _ = BIO_write(networkIn, raw.baseAddress, Int32(raw.count)) }
+        if inboundOffset == inbound.count {
+            inbound = bytes
+            inboundOffset = 0
+        } else {
+            inbound.append(contentsOf: bytes)
+        }
     }
 
     /// The transport reached EOF (or was reset): once the buffered bytes are consumed, reads see EOF.
     public func receiveEOF() {
         transportEnded = true
-        _ = BIO_ctrl(networkIn, BIO_C_SET_BUF_MEM_EOF_RETURN, 0, nil)
     }
 
     /// Whether network bytes are waiting to be sent.
-    public var hasOutbound: Bool { BIO_ctrl_pending(networkOut) > 0 }
+    public var hasOutbound: Bool { !outbound.isEmpty }
 
     /// Takes every pending network byte.
     public func takeOutbound() -> [UInt8] {
-        let pending = Int(BIO_ctrl_pending(networkOut))
-        guard pending > 0 else { return [] }
-        var bytes = [UInt8](repeating: 0, count: pending)
-        let read = bytes.withUnsafeMutableBytes { BIO_read(networkOut, $0.baseAddress, Int32(pending)) }
-        return read > 0 ? Array(bytes.prefix(Int(read))) : []
+        defer { outbound = [] }
+        return outbound
+    }
+
+    // MARK: The BIO's side (called by OpenSSL on this engine's thread)
+
+    /// Copies up to `count` peer bytes into `buffer`: the count, or 0 at the transport's end, or
+    /// -1 with the retry flag when nothing has arrived yet.
+    fileprivate func bioRead(_ bio: OpaquePointer, _ buffer: UnsafeMutablePointer<CChar>, _ count: Int) -> Int32 {
+        BIO_clear_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_WRITE | BIO_FLAGS_IO_SPECIAL | BIO_FLAGS_SHOULD_RETRY)
+        let available = inbound.count - inboundOffset
+        guard available > 0 else {
+            if transportEnded { return 0 }
+            BIO_set_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_SHOULD_RETRY)
+            return -1
+        }
+        let taken = min(count, available)
+        inbound.withUnsafeBytes { raw in
+            UnsafeMutableRawPointer(buffer).copyMemory(from: raw.baseAddress! + inboundOffset, byteCount: taken)
+        }
+        inboundOffset += taken
+        if inboundOffset == inbound.count {
+            inbound = []
+            inboundOffset = 0
+        }
+        return Int32(taken)
+    }
+
+    /// Appends bytes OpenSSL wrote for the peer.
+    fileprivate func bioWrite(_ bio: OpaquePointer, _ bytes: UnsafePointer<CChar>, _ count: Int) -> Int32 {
+        BIO_clear_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_WRITE | BIO_FLAGS_IO_SPECIAL | BIO_FLAGS_SHOULD_RETRY)
+        outbound.append(contentsOf: UnsafeRawBufferPointer(start: bytes, count: count))
+        return Int32(count)
+    }
+
+    fileprivate func bioControl(_ bio: OpaquePointer, _ command: Int32) -> Int {
+        switch command {
+        case BIO_CTRL_FLUSH: return 1
+        case BIO_CTRL_PENDING: return inbound.count - inboundOffset
+        case BIO_CTRL_WPENDING: return outbound.count
+        case BIO_CTRL_EOF: return transportEnded && inboundOffset == inbound.count ? 1 : 0
+        default: return 0
+        }
     }
 
     /// Advances the handshake as far as the buffered peer bytes allow.
@@ -275,6 +387,7 @@ public final class TLSConnection {
         }
         state = .handshaking
         ERR_clear_error()
+        buffersReleased = false
         let result = SSL_do_handshake(ssl)
         if result == 1 {
             state = .established
@@ -306,6 +419,7 @@ public final class TLSConnection {
     public func write(_ bytes: [UInt8]) -> Int {
         guard state == .established, !bytes.isEmpty else { return 0 }
         ERR_clear_error()
+        buffersReleased = false
         let written = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
         if written <= 0 {
             fail(TLSFailure.classify(OpenSSLErrorEntry.drain(), transportEOF: transportEnded))
@@ -323,14 +437,21 @@ public final class TLSConnection {
         case .idle, .handshaking: return .needsInput
         }
         // Nothing buffered in OpenSSL and nothing new from the peer: no record can complete.
-        if SSL_has_pending(ssl) == 0 && BIO_ctrl_pending(networkIn) == 0 && !transportEnded { return .needsInput }
-        if readScratch.count < maximum { readScratch = [UInt8](repeating: 0, count: maximum) }
+        if SSL_has_pending(ssl) == 0 && inboundOffset == inbound.count && !transportEnded {
+            releaseRecordBuffers()
+            return .needsInput
+        }
         ERR_clear_error()
-        let count = readScratch.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32(maximum)) }
-        if count > 0 { return .data(Array(readScratch[0..<Int(count)])) }
+        // Decrypt into the thread's scratch buffer and return an exact-size copy: an engine keeps
+        // no 16 KiB buffer of its own while its connection idles.
+        let scratch = ReadScratch.buffer(minimum: maximum)
+        buffersReleased = false
+        let count = SSL_read(ssl, scratch.baseAddress, Int32(maximum))
+        if count > 0 { return .data(Array(UnsafeRawBufferPointer(rebasing: scratch[0..<Int(count)]))) }
         let error = SSL_get_error(ssl, count)
         switch error {
         case SSL_ERROR_WANT_READ where !transportEnded:
+            releaseRecordBuffers()
             return .needsInput
         case SSL_ERROR_ZERO_RETURN:
             state = .closed
@@ -347,6 +468,14 @@ public final class TLSConnection {
             fail(failure)
             return .failed(failure)
         }
+    }
+
+    /// Idle until the peer sends more: give back OpenSSL's record buffers (~17 KiB each).
+    /// SSL_MODE_RELEASE_BUFFERS alone keeps the read buffer after post-handshake messages such as
+    /// TLS 1.3 tickets, which every upstream connection receives.
+    private func releaseRecordBuffers() {
+        guard !buffersReleased else { return }
+        buffersReleased = SSL_free_buffers(ssl) == 1
     }
 
     /// Queues close_notify (send `takeOutbound()` afterwards).

@@ -58,8 +58,8 @@ public final class UpstreamSessionCache: Sendable {
     /// Forgets every session (tests; a changed trust store).
     public func removeAll() { entries.withLock { $0.removeAll() } }
 
-    static func key(offer: String, host: String, port: Int?) -> String {
-        "\(offer)|\(host.lowercased())|\(port.map(String.init) ?? "-")"
+    static func key(offer: ObjectIdentifier, host: String, port: Int?) -> String {
+        "\(UInt(bitPattern: offer.hashValue))|\(host.lowercased())|\(port.map(String.init) ?? "-")"
     }
 
     func lookup(_ key: String) -> CachedUpstreamSession? {

@@ -106,8 +106,8 @@ public final class UpstreamTLSClient: Sendable {
     public func makeConnection(
         requirements: TLSRequirements, host: String, port: Int? = nil, alpn: [String]? = nil
     ) throws -> TLSConnection {
-        let offer = Self.offer(for: requirements)
-        let connection = try TLSConnection(context: try context(for: offer), serverName: host)
+        let context = try context(for: Self.offer(for: requirements))
+        let connection = try TLSConnection(context: context, serverName: host)
         if let alpn {
             let wire = TLSContext.alpnWire(alpn)
             // SSL_set_alpn_protos returns 0 on success.
@@ -116,7 +116,9 @@ public final class UpstreamTLSClient: Sendable {
             }
         }
         guard let sessions else { return connection }
-        let key = UpstreamSessionCache.key(offer: offer.key, host: host, port: port)
+        // Contexts are cached for the client's life, one per offer: the context's identity stands
+        // for the offer (a short key; every engine holds its own).
+        let key = UpstreamSessionCache.key(offer: ObjectIdentifier(context), host: host, port: port)
         connection.sessionCache = sessions
         connection.sessionKey = key
         if let cached = sessions.lookup(key), SSL_set_session(connection.ssl, cached.pointer) == 1 {
