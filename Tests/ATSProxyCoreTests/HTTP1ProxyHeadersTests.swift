@@ -17,6 +17,35 @@ import Testing
         #expect(reframed == ["Host": "a", "Accept": "*/*"])
     }
 
+    @Test func theLengthSwitchedHopByHopCheckMatchesTheList() {
+        for name in HTTP1ProxyHeaders.hopByHop {
+            #expect(HTTP1ProxyHeaders.isHopByHop(name))
+            #expect(HTTP1ProxyHeaders.isHopByHop(name.uppercased()))
+        }
+        for name in ["Host", "T", "TEX", "Trailers", "Connections", "Keep-Alive2", "Proxy-Authorisation", ""] {
+            #expect(!HTTP1ProxyHeaders.isHopByHop(name))
+        }
+    }
+
+    @Test func headersWithoutHopByHopFieldsComeBackUnchanged() {
+        let headers: HTTP1Headers = ["Host": "a", "Content-Length": "3", "Accept": "*/*"]
+        #expect(HTTP1ProxyHeaders.removingHopByHop(headers) == headers)
+        #expect(
+            HTTP1ProxyHeaders.removingHopByHop(headers, options: .init(reframing: true)) == [
+                "Host": "a", "Accept": "*/*",
+            ])
+    }
+
+    @Test func listElementsAreFoundInPlace() {
+        let headers: HTTP1Headers = ["Connection": " keep-alive ,, Upgrade\t", "connection": "CLOSE"]
+        #expect(headers.hasListElement("Connection", "upgrade"))
+        #expect(headers.hasListElement("Connection", "close"))
+        #expect(headers.hasListElement("CONNECTION", "Keep-Alive"))
+        #expect(!headers.hasListElement("Connection", "keep"))
+        #expect(!headers.hasListElement("Connection", ""))
+        #expect(!headers.hasListElement("Upgrade", "close"))
+    }
+
     @Test func connectionCannotRemoveRoutingOrFramingFields() {
         let headers: HTTP1Headers = [
             "Host": "a", "Content-Length": "3", "Connection": "Host, content-length, X-A", "X-A": "1",

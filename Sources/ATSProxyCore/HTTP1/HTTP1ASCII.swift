@@ -102,6 +102,28 @@ enum HTTP1ASCII {
         return elements
     }
 
+    /// Calls `body` with each trimmed, non-empty element of the comma-separated list `value` until
+    /// it returns true; returns whether it did. Allocates nothing for native strings.
+    static func forEachListElement(of value: String, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) -> Bool {
+        var value = value
+        return value.withUTF8 { bytes in
+            var start = 0
+            var index = 0
+            while index <= bytes.count {
+                if index == bytes.count || bytes[index] == comma {
+                    var lower = start
+                    var upper = index
+                    while lower < upper, bytes[lower] == space || bytes[lower] == htab { lower += 1 }
+                    while upper > lower, bytes[upper - 1] == space || bytes[upper - 1] == htab { upper -= 1 }
+                    if upper > lower, body(UnsafeBufferPointer(rebasing: bytes[lower..<upper])) { return true }
+                    start = index + 1
+                }
+                index += 1
+            }
+            return false
+        }
+    }
+
     /// Removes leading and trailing SP/HTAB.
     static func trimmed(_ value: Substring.UTF8View) -> Substring.UTF8View {
         var lower = value.startIndex

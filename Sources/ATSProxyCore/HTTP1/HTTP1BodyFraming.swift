@@ -34,8 +34,16 @@ public enum HTTP1BodyFraming: Hashable, Sendable {
     private static func fromFields(_ headers: HTTP1Headers, version: HTTP1Version, isRequest: Bool)
         throws(HTTP1ParseError) -> HTTP1BodyFraming?
     {
-        let hasTransferEncoding = headers.contains("Transfer-Encoding")
-        let hasContentLength = headers.contains("Content-Length")
+        var hasTransferEncoding = false
+        var contentLengths: [String] = []
+        for field in headers.fields {
+            switch field.name.utf8.count {
+            case 14 where HTTP1Headers.nameMatches(field.name, "Content-Length"): contentLengths.append(field.value)
+            case 17 where HTTP1Headers.nameMatches(field.name, "Transfer-Encoding"): hasTransferEncoding = true
+            default: continue
+            }
+        }
+        let hasContentLength = !contentLengths.isEmpty
         if hasTransferEncoding {
             // Both present is a smuggling signature; RFC 9112 §6.3 allows rejecting it, and we do on
             // both sides. TE in HTTP/1.0 means the framing is faulty (RFC 9112 §6.1).
@@ -43,7 +51,7 @@ public enum HTTP1BodyFraming: Hashable, Sendable {
             if !version.isAtLeastHTTP11 { throw HTTP1ParseError(.transferEncodingInHTTP10) }
             return try transferCoding(headers.listElements("Transfer-Encoding"), isRequest: isRequest)
         }
-        if hasContentLength { return .contentLength(try contentLength(headers.values("Content-Length"))) }
+        if hasContentLength { return .contentLength(try contentLength(contentLengths)) }
         return nil
     }
 
@@ -65,18 +73,27 @@ public enum HTTP1BodyFraming: Hashable, Sendable {
     /// Content-Length: one decimal number; a list or repeated fields must all carry the same value.
     private static func contentLength(_ values: [String]) throws(HTTP1ParseError) -> Int {
         var result: Int?
+        var invalid = false
+        var conflicting = false
         for value in values {
-            let elements = HTTP1ASCII.listElements(Substring(value).utf8)
+            var sawElement = false
             // An empty element ("5,,5" is fine, "" or "," is not) leaves nothing to parse.
-            guard !elements.isEmpty else { throw HTTP1ParseError(.invalidContentLength) }
-            for element in elements {
+            _ = HTTP1ASCII.forEachListElement(of: value) { element in
+                sawElement = true
                 guard element.count <= 18, element.allSatisfy(HTTP1ASCII.isDigit) else {
-                    throw HTTP1ParseError(.invalidContentLength)
+                    invalid = true
+                    return true
                 }
                 let length = element.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
-                if let result, result != length { throw HTTP1ParseError(.conflictingContentLength) }
+                if let result, result != length {
+                    conflicting = true
+                    return true
+                }
                 result = length
+                return false
             }
+            if invalid || !sawElement { throw HTTP1ParseError(.invalidContentLength) }
+            if conflicting { throw HTTP1ParseError(.conflictingContentLength) }
         }
         guard let result else { throw HTTP1ParseError(.invalidContentLength) }
         return result

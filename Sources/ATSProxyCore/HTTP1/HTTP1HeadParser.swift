@@ -105,14 +105,17 @@ enum HTTP1HeadParser {
     /// Host rules: required once on HTTP/1.1 (optional for CONNECT, whose target is the authority),
     /// a valid authority, and equal to an absolute-form target's authority after default ports.
     private static func validateHost(_ head: HTTP1RequestHead) throws(HTTP1ParseError) {
-        let hosts = head.headers.values("Host")
-        guard hosts.count <= 1 else { throw HTTP1ParseError(.multipleHost) }
-        guard let host = hosts.first else {
+        var host: String?
+        for field in head.headers.fields
+        where field.name.utf8.count == 4 && HTTP1Headers.nameMatches(field.name, "Host") {
+            guard host == nil else { throw HTTP1ParseError(.multipleHost) }
+            host = field.value
+        }
+        guard let host else {
             if head.version.isAtLeastHTTP11 && head.method != "CONNECT" { throw HTTP1ParseError(.missingHost) }
             return
         }
-        let hostBytes = Array(host.utf8)[...]
-        guard let authority = HTTP1Authority(bytes: hostBytes) else {
+        guard let authority = HTTP1Authority(bytes: ArraySlice(host.utf8)) else {
             // An empty Host is allowed only when the target has no authority (RFC 9112 §3.2).
             guard host.isEmpty, case .origin = head.target else { throw HTTP1ParseError(.invalidHost) }
             return

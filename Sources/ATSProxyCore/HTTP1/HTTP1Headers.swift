@@ -69,8 +69,15 @@ public struct HTTP1Headers: Hashable, Sendable, RandomAccessCollection, Expressi
     }
 
     /// Whether the comma-separated list in the fields `name` has the element `token` (case-insensitive).
+    /// Walks the values in place; nothing is allocated.
     public func hasListElement(_ name: String, _ token: String) -> Bool {
-        listElements(name).contains { HTTP1ASCII.equalsIgnoringCase($0.utf8, token.utf8) }
+        for field in fields where Self.nameMatches(field.name, name) {
+            let found = HTTP1ASCII.forEachListElement(of: field.value) { element in
+                HTTP1ASCII.equalsIgnoringCase(element, token.utf8)
+            }
+            if found { return true }
+        }
+        return false
     }
 
     /// Appends a field at the end.

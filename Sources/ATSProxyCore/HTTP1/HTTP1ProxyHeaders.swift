@@ -30,25 +30,53 @@ public enum HTTP1ProxyHeaders {
     /// and Transfer-Encoding/Content-Length when reframing. When upgrading, `Upgrade` is kept and a
     /// single `Connection: Upgrade` is appended so the next hop sees the request to switch.
     public static func removingHopByHop(_ headers: HTTP1Headers, options: Options = Options()) -> HTTP1Headers {
-        let named = headers.listElements("Connection").filter { token in
-            !protected.contains { HTTP1ASCII.equalsIgnoringCase($0.utf8, token.utf8) }
+        // Most messages carry no hop-by-hop field at all (keep-alive is HTTP/1.1's default): then
+        // the headers are returned as they are, without building anything.
+        let removable = headers.fields.contains { field in
+            isHopByHop(field.name) || (options.reframing && isFraming(field.name))
         }
+        guard removable else { return headers }
+        // `Connection: keep-alive` / `close` name no field: skip collecting the named ones then.
+        let namesFields = headers.fields.contains { field in
+            field.name.utf8.count == 10 && HTTP1Headers.nameMatches(field.name, "Connection")
+                && HTTP1ASCII.forEachListElement(of: field.value) { element in
+                    !HTTP1ASCII.equalsIgnoringCase(element, "keep-alive".utf8)
+                        && !HTTP1ASCII.equalsIgnoringCase(element, "close".utf8)
+                }
+        }
+        let named =
+            namesFields
+            ? headers.listElements("Connection").filter { token in
+                !protected.contains { HTTP1ASCII.equalsIgnoringCase($0.utf8, token.utf8) }
+            } : []
         var result = headers
         result.fields.removeAll { field in
             if options.upgrading && HTTP1Headers.nameMatches(field.name, "Upgrade") { return false }
-            if hopByHop.contains(where: { HTTP1Headers.nameMatches(field.name, $0) }) { return true }
-            if options.reframing
-                && (HTTP1Headers.nameMatches(field.name, "Transfer-Encoding")
-                    || HTTP1Headers.nameMatches(field.name, "Content-Length"))
-            {
-                return true
-            }
+            if isHopByHop(field.name) { return true }
+            if options.reframing && isFraming(field.name) { return true }
             return named.contains { HTTP1ASCII.equalsIgnoringCase(field.name.utf8, $0.utf8) }
         }
         if options.upgrading && result.contains("Upgrade") {
             result.append(name: "Connection", value: "Upgrade")
         }
         return result
+    }
+
+    /// Whether `name` is one of `hopByHop`; checks the length before comparing.
+    static func isHopByHop(_ name: String) -> Bool {
+        switch name.utf8.count {
+        case 2: return HTTP1Headers.nameMatches(name, "TE")
+        case 7: return HTTP1Headers.nameMatches(name, "Trailer") || HTTP1Headers.nameMatches(name, "Upgrade")
+        case 10: return HTTP1Headers.nameMatches(name, "Connection") || HTTP1Headers.nameMatches(name, "Keep-Alive")
+        case 16: return HTTP1Headers.nameMatches(name, "Proxy-Connection")
+        case 18: return HTTP1Headers.nameMatches(name, "Proxy-Authenticate")
+        case 19: return HTTP1Headers.nameMatches(name, "Proxy-Authorization")
+        default: return false
+        }
+    }
+
+    static func isFraming(_ name: String) -> Bool {
+        HTTP1Headers.nameMatches(name, "Transfer-Encoding") || HTTP1Headers.nameMatches(name, "Content-Length")
     }
 
     /// Whether the connection persists after this message (RFC 9112 §9.3): HTTP/1.1 unless

@@ -48,6 +48,9 @@ public enum HTTP1Serializer {
 
     /// Appends `name: value CRLF` per field, in order.
     static func writeFields(_ headers: HTTP1Headers, into buffer: inout [UInt8]) {
+        var size = 2
+        for field in headers { size += field.name.utf8.count + field.value.utf8.count + 4 }
+        buffer.reserveCapacity(buffer.count + size)
         for field in headers {
             buffer.append(contentsOf: field.name.utf8)
             buffer.append(HTTP1ASCII.colon)

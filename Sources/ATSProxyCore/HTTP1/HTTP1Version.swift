@@ -20,7 +20,13 @@ public struct HTTP1Version: Hashable, Sendable, CustomStringConvertible {
     public var isAtLeastHTTP11: Bool { major > 1 || (major == 1 && minor >= 1) }
 
     /// `HTTP/<major>.<minor>`.
-    public var description: String { "HTTP/\(major).\(minor)" }
+    public var description: String {
+        switch (major, minor) {
+        case (1, 1): return "HTTP/1.1"
+        case (1, 0): return "HTTP/1.0"
+        default: return "HTTP/\(major).\(minor)"
+        }
+    }
 
     /// Parses exactly `HTTP/DIGIT.DIGIT`, without allocating.
     init?(bytes: ArraySlice<UInt8>) {
