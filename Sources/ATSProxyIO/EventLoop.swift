@@ -402,10 +402,12 @@ public final class EventLoopGroup: @unchecked Sendable {
     private let lock = NSLock()
     private var nextIndex = 0
 
-    /// Creates `loopCount` loops (default: one per online core). Also ignores `SIGPIPE`.
+    /// Creates `loopCount` loops (default: one per online core). Also ignores `SIGPIPE` and tunes
+    /// the allocator (`IOSystem.tuneAllocator`).
     public init(loopCount: Int = IOSystem.coreCount, readBufferSize: Int = 64 * 1024) {
         precondition(loopCount > 0, "an event loop group needs at least one loop")
         IOSystem.ignoreSIGPIPE()
+        IOSystem.tuneAllocator()
         loops = (0..<loopCount).map { EventLoop(index: $0, readBufferSize: readBufferSize) }
     }
 

@@ -151,7 +151,7 @@ private struct EngineBIO: @unchecked Sendable {
 /// One scratch buffer per thread for `SSL_read` (an engine is used by one thread at a time, and
 /// `read` copies out before returning), freed when the thread exits.
 enum ReadScratch {
-    static let size = 16 * 1024
+    static let size = 64 * 1024
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
         #if canImport(Darwin)
@@ -420,6 +420,9 @@ public final class TLSConnection {
         guard state == .established, !bytes.isEmpty else { return 0 }
         ERR_clear_error()
         buffersReleased = false
+        // Room for the records up front (≤ 16 KiB of plaintext each, plus header, tag and padding
+        // byte), so that the output does not grow and copy itself record by record.
+        outbound.reserveCapacity(outbound.count + bytes.count + (bytes.count / 16384 + 1) * 32)
         let written = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
         if written <= 0 {
             fail(TLSFailure.classify(OpenSSLErrorEntry.drain(), transportEOF: transportEnded))
@@ -428,8 +431,10 @@ public final class TLSConnection {
         return Int(written)
     }
 
-    /// Decrypts up to `maximum` application bytes from what the peer sent.
-    public func read(maximum: Int = 16384) -> ReadResult {
+    /// Decrypts up to `maximum` application bytes from what the peer sent: as many records as are
+    /// buffered, so that a bulk transfer moves in few large pieces. When a record after the first
+    /// ends the stream or fails, the data comes first and the next call reports the end.
+    public func read(maximum: Int = 65536) -> ReadResult {
         switch state {
         case .established: break
         case .closed: return .closed
@@ -437,18 +442,38 @@ public final class TLSConnection {
         case .idle, .handshaking: return .needsInput
         }
         // Nothing buffered in OpenSSL and nothing new from the peer: no record can complete.
-        if SSL_has_pending(ssl) == 0 && inboundOffset == inbound.count && !transportEnded {
+        if nothingToDecrypt {
             releaseRecordBuffers()
             return .needsInput
         }
         ERR_clear_error()
         // Decrypt into the thread's scratch buffer and return an exact-size copy: an engine keeps
-        // no 16 KiB buffer of its own while its connection idles.
+        // no buffer of its own while its connection idles.
         let scratch = ReadScratch.buffer(minimum: maximum)
-        buffersReleased = false
-        let count = SSL_read(ssl, scratch.baseAddress, Int32(maximum))
-        if count > 0 { return .data(Array(UnsafeRawBufferPointer(rebasing: scratch[0..<Int(count)]))) }
-        let error = SSL_get_error(ssl, count)
+        var total = 0
+        while total < maximum {
+            buffersReleased = false
+            let count = SSL_read(ssl, scratch.baseAddress! + total, Int32(maximum - total))
+            if count > 0 {
+                total += Int(count)
+                if nothingToDecrypt { break }
+                continue
+            }
+            let outcome = readEnded(count)
+            if total == 0 { return outcome }
+            break
+        }
+        return .data(Array(UnsafeRawBufferPointer(rebasing: scratch[0..<total])))
+    }
+
+    /// Whether no record can complete: nothing decrypted inside OpenSSL, no peer bytes waiting.
+    private var nothingToDecrypt: Bool {
+        SSL_has_pending(ssl) == 0 && inboundOffset == inbound.count && !transportEnded
+    }
+
+    /// Classifies an `SSL_read` that returned no data, recording an end or a failure in `state`.
+    private func readEnded(_ result: Int32) -> ReadResult {
+        let error = SSL_get_error(ssl, result)
         switch error {
         case SSL_ERROR_WANT_READ where !transportEnded:
             releaseRecordBuffers()

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #if defined(__linux__)
+#include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
@@ -89,6 +90,15 @@ int ats_accept_nonblocking(int fd, struct sockaddr *address, socklen_t *length) 
     return accept4(fd, address, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
 }
 
+int ats_tune_allocator(int bytes) {
+#if defined(__GLIBC__)
+    return mallopt(M_TRIM_THRESHOLD, bytes) == 1 && mallopt(M_MMAP_THRESHOLD, bytes) == 1;
+#else
+    (void)bytes;
+    return 0;
+#endif
+}
+
 #elif defined(__APPLE__) || defined(__FreeBSD__)
 #include <sys/event.h>
 
@@ -161,6 +171,11 @@ void ats_wakeup_drain(int wakeup) { (void)wakeup; }
 void ats_wakeup_close(int wakeup, int poller) {
     (void)wakeup;
     (void)poller;
+}
+
+int ats_tune_allocator(int bytes) {
+    (void)bytes;
+    return 0;
 }
 
 int ats_accept_nonblocking(int fd, struct sockaddr *address, socklen_t *length) {

@@ -49,6 +49,11 @@ void ats_wakeup_close(int wakeup, int poller);
 /** accept4(SOCK_NONBLOCK | SOCK_CLOEXEC) where available, else accept + fcntl. */
 int ats_accept_nonblocking(int fd, struct sockaddr *address, socklen_t *length);
 
+/** glibc malloc: keep up to `bytes` of freed memory instead of returning it to the kernel, and
+    serve requests below `bytes` from the heap instead of fresh mmaps (mallopt M_TRIM_THRESHOLD and
+    M_MMAP_THRESHOLD). Returns 1 when applied, 0 where there is nothing to tune. */
+int ats_tune_allocator(int bytes);
+
 /** CLOCK_MONOTONIC in nanoseconds. */
 uint64_t ats_monotonic_nanoseconds(void);
 #endif
