@@ -241,10 +241,11 @@ public final class TLSConnection {
     /// Where sessions the server issues go, and under which key (nil: no resumption).
     var sessionCache: UpstreamSessionCache?
     var sessionKey: String?
-    /// The cached session set on this engine before its handshake.
+    /// The cached session set on this engine before its handshake (dropped once summarized).
     var offeredSession: CachedUpstreamSession?
     /// The certificate facts of this connection: its own full handshake's summary, or those of the
-    /// session it resumed. Sessions issued on this connection are cached with them.
+    /// session it resumed. The first session issued on this connection is cached with them; then
+    /// they are dropped.
     var sessionFacts: HandshakeSummary?
     /// A session issued before the summary existed (TLS 1.2 issues it inside the handshake); one
     /// owned reference, cached once `sessionFacts` is known, freed in `deinit` otherwise.
@@ -291,9 +292,18 @@ public final class TLSConnection {
         guard sessionFacts != nil || pendingSession == nil, let copy = SSL_SESSION_dup(session) else { return }
         if let sessionFacts {
             sessionCache.store(copy, facts: sessionFacts, key: sessionKey)
+            finishSessionCaching()
         } else {
             pendingSession = copy
         }
+    }
+
+    /// One session per connection is enough (the cache keeps one per key): forget the facts, which
+    /// hold the whole chain, instead of carrying them for the connection's life.
+    private func finishSessionCaching() {
+        sessionFacts = nil
+        sessionKey = nil
+        sessionCache = nil
     }
 
     /// Records the certificate facts this connection's sessions stand for and caches a session
@@ -304,6 +314,7 @@ public final class TLSConnection {
         self.pendingSession = nil
         if let sessionCache, let sessionKey {
             sessionCache.store(pendingSession, facts: facts, key: sessionKey)
+            finishSessionCaching()
         } else {
             SSL_SESSION_free(pendingSession)
         }

@@ -142,7 +142,11 @@ public final class UpstreamTLSClient: Sendable {
     /// reuses the certificate facts of the full handshake behind its session (with that
     /// handshake's time) and reads the rest from the connection.
     public func summarize(_ connection: TLSConnection, host: String, time: Date) -> HandshakeSummary {
-        if connection.resumedSession, let offered = connection.offeredSession {
+        // The offered session is no longer needed either way: drop it rather than keep it (and its
+        // peer chain) for the connection's life.
+        let offered = connection.offeredSession
+        connection.offeredSession = nil
+        if connection.resumedSession, let offered {
             let summary = HandshakeSummary.resumed(from: connection, facts: offered.facts)
             connection.adoptSessionFacts(offered.facts)
             return summary
