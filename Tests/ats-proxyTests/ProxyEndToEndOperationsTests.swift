@@ -45,7 +45,8 @@ import Testing
         let download = try Child(
             executable: "/usr/bin/curl",
             arguments: [
-                "-s", "-S", "--http1.1", "--max-time", "15", "--limit-rate", "4M", "-x", "http://\(stack.proxy.address)",
+                "-s", "-S", "--http1.1", "--max-time", "15", "--limit-rate", "4M", "-x",
+                "http://\(stack.proxy.address)",
                 "--cacert", stack.proxy.caPath, "-o", stack.directory.file("drain.bin"), "-w", "%{http_code}",
                 "\(stack.api)/bytes?n=\(6 << 20)",
             ], directory: stack.directory, label: "drain-curl")
