@@ -220,7 +220,7 @@ EOF
     # The proxy.
     "$PROXY_BIN" --listen "127.0.0.1:$PROXY_PORT" --ca-dir "$TMP/proxy-ca" \
         --resolve "bench.test:$ORIGIN_PORT:127.0.0.1" --resolve "bench.test:$ORIGIN_H2_PORT:127.0.0.1" --upstream-ca "$TMP/ca.pem" --diagnostics 0 \
-        --idle-timeout 300 2>"$TMP/logs/proxy.log" &
+        --idle-timeout 300 ${BENCH_PROXY_ARGS:-} 2>"$TMP/logs/proxy.log" &
     PROXY_PID=$!
     wait_listen "$PROXY_PORT" "$PROXY_PID" ats-proxy
     PROXY_CA="$TMP/proxy-ca/ats-proxy-ca.pem"
