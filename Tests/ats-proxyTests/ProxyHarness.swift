@@ -413,6 +413,8 @@ enum Curl {
 /// A blocking TCP client for hand-written (and hostile) requests.
 final class RawClient {
     let fd: Int32
+    /// Bytes received beyond the last response (the start of a pipelined next one).
+    private var pending: [UInt8] = []
 
     init(port: Int, timeout: Double = 10) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -466,7 +468,8 @@ final class RawClient {
 
     /// Reads one response: the head, then a Content-Length body (no chunked support).
     func readResponse() -> (head: String, body: [UInt8])? {
-        var data: [UInt8] = []
+        var data = pending
+        pending = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         let separator: [UInt8] = Array("\r\n\r\n".utf8)
         while true {
@@ -480,6 +483,11 @@ final class RawClient {
                     let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                     if count <= 0 { return (head, body) }
                     body += buffer[0..<count]
+                }
+                // Pipelined responses can arrive in one segment: keep what follows this one.
+                if length > 0 && body.count > length {
+                    pending = Array(body[length...])
+                    body.removeSubrange(length...)
                 }
                 return (head, body)
             }

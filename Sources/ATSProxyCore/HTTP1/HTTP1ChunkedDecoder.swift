@@ -75,8 +75,9 @@ struct HTTP1ChunkedDecoder {
                 case .needMore:
                     return
                 case .complete(let consumed):
+                    let section = trailerScanner.finishSection(input[index...], consumed: consumed)
                     do {
-                        let trailers = try HTTP1HeadParser.parseTrailers(trailerScanner.buffer)
+                        let trailers = try HTTP1HeadParser.parseTrailers(section)
                         steps.append(.end(trailers: trailers, consumed: index - input.startIndex + consumed))
                     } catch {
                         steps.append(.failed(error))

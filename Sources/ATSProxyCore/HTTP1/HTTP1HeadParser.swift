@@ -5,7 +5,7 @@
 /// the Host rules of RFC 9112 §3.2.
 enum HTTP1HeadParser {
     /// Splits a section into its lines without CRLF, dropping the final empty line.
-    static func lines(of section: [UInt8]) -> [ArraySlice<UInt8>] {
+    static func lines(of section: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
         var lines: [ArraySlice<UInt8>] = []
         var start = section.startIndex
         var index = section.startIndex
@@ -22,7 +22,7 @@ enum HTTP1HeadParser {
     }
 
     /// Parses a request head and checks method, target, version and Host.
-    static func parseRequest(_ section: [UInt8]) throws(HTTP1ParseError) -> HTTP1RequestHead {
+    static func parseRequest(_ section: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTP1RequestHead {
         let lines = lines(of: section)
         guard let requestLine = lines.first else { throw HTTP1ParseError(.invalidRequestLine) }
         guard let firstSpace = requestLine.firstIndex(of: HTTP1ASCII.space),
@@ -46,7 +46,7 @@ enum HTTP1HeadParser {
     }
 
     /// Parses a status line and fields.
-    static func parseResponse(_ section: [UInt8]) throws(HTTP1ParseError) -> HTTP1ResponseHead {
+    static func parseResponse(_ section: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTP1ResponseHead {
         let lines = lines(of: section)
         guard let statusLine = lines.first, statusLine.count >= 12,
             statusLine[statusLine.startIndex + 8] == HTTP1ASCII.space
@@ -76,7 +76,7 @@ enum HTTP1HeadParser {
     }
 
     /// Parses a trailer section (fields only).
-    static func parseTrailers(_ section: [UInt8]) throws(HTTP1ParseError) -> HTTP1Headers {
+    static func parseTrailers(_ section: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTP1Headers {
         try parseFields(lines(of: section)[...])
     }
 

@@ -1,15 +1,18 @@
 /// Accumulates one header (or trailer) section across arbitrary chunks and finds its end.
 ///
-/// It copies only the bytes of the section itself (never body bytes) into a reusable buffer, and
-/// rejects while scanning: bare CR, bare LF (tolerated by RFC 9112 §2.2 but refused here because a
-/// proxy and the server behind it must agree on where lines end), NUL, and sections over the limit.
-/// A section ends with an empty line; the buffer then holds it including that final CRLF.
+/// A section that arrives in one chunk (the usual case) is handed back as a slice of that chunk,
+/// never copied; only a section spread over several chunks is collected, in a buffer that is
+/// released once the section is taken (an idle connection keeps none). It rejects while
+/// scanning: bare CR, bare LF (tolerated by RFC 9112 §2.2 but refused here because a proxy and the
+/// server behind it must agree on where lines end), NUL, and sections over the limit. A section
+/// ends with an empty line; the section includes that final CRLF.
 struct HTTP1HeadScanner {
     /// The result of scanning one chunk.
     enum Outcome {
         /// The section continues past the chunk; everything was consumed.
         case needMore
-        /// The section ended; `consumed` bytes of the chunk belonged to it.
+        /// The section ended; `consumed` bytes of the chunk belonged to it. Take it with
+        /// `finishSection`.
         case complete(consumed: Int)
         /// The section broke a rule.
         case failed(HTTP1ParseError)
@@ -18,7 +21,7 @@ struct HTTP1HeadScanner {
     /// The maximum size of a section, CRLFs included.
     static let limit = 64 * 1024
 
-    /// The section's bytes so far.
+    /// The section's bytes from earlier chunks.
     private(set) var buffer: [UInt8] = []
     /// Bytes on the current line, excluding CR.
     private var lineLength = 0
@@ -38,33 +41,48 @@ struct HTTP1HeadScanner {
     /// Whether nothing of a section has been seen yet.
     var isEmpty: Bool { buffer.isEmpty && skippedBytes == 0 }
 
-    /// Forgets the finished section, keeping the buffer's capacity.
+    /// Forgets the section (and the buffer's memory).
     mutating func reset() {
-        buffer.removeAll(keepingCapacity: buffer.capacity <= 4096)
+        buffer = []
         lineLength = 0
         previousWasCR = false
         skippedBytes = 0
         started = false
     }
 
-    /// Scans `input`, appending the section's bytes to the buffer.
+    /// Scans `input`; a section that does not end in it is kept in the buffer.
     mutating func scan(_ input: ArraySlice<UInt8>) -> Outcome {
         let outcome = input.withUnsafeBufferPointer { scanBytes($0) }
-        let consumed: Int
         switch outcome {
-        case .needMore: consumed = input.count
-        case .complete(let count): consumed = count
-        case .failed: return outcome
-        }
-        let copied = input.prefix(consumed)
-        if skipsLeadingEmptyLines && buffer.isEmpty {
-            // Leading CRLFs were counted in skippedBytes; do not keep them.
-            buffer.append(contentsOf: copied.drop { $0 == HTTP1ASCII.cr || $0 == HTTP1ASCII.lf })
-        } else {
-            buffer.append(contentsOf: copied)
+        case .needMore: collect(input)
+        case .complete, .failed: return outcome
         }
         guard buffer.count + skippedBytes <= Self.limit else { return .failed(HTTP1ParseError(.headerSectionTooLarge)) }
         return outcome
+    }
+
+    /// The finished section after `.complete(consumed)` for `input` (the chunk just scanned), then
+    /// ready for the next one. A slice of `input` when the whole section was in it.
+    mutating func finishSection(_ input: ArraySlice<UInt8>, consumed: Int) -> ArraySlice<UInt8> {
+        let tail = input.prefix(consumed)
+        let section: ArraySlice<UInt8>
+        if buffer.isEmpty {
+            // Leading CRLFs were counted in skippedBytes; they are not part of the section.
+            section = skipsLeadingEmptyLines ? tail.drop { $0 == HTTP1ASCII.cr || $0 == HTTP1ASCII.lf } : tail
+        } else {
+            collect(tail)
+            section = buffer[...]
+        }
+        reset()
+        return section
+    }
+
+    private mutating func collect(_ bytes: ArraySlice<UInt8>) {
+        if skipsLeadingEmptyLines && buffer.isEmpty {
+            buffer.append(contentsOf: bytes.drop { $0 == HTTP1ASCII.cr || $0 == HTTP1ASCII.lf })
+        } else {
+            buffer.append(contentsOf: bytes)
+        }
     }
 
     private mutating func scanBytes(_ bytes: UnsafeBufferPointer<UInt8>) -> Outcome {

@@ -164,8 +164,9 @@ public struct HTTP1Parser: Sendable {
                 case .needMore:
                     return
                 case .complete(let consumed):
+                    let section = scanner.finishSection(input, consumed: consumed)
                     input = input.dropFirst(consumed)
-                    headCompleted(remaining: &input, into: &events)
+                    headCompleted(section, remaining: &input, into: &events)
                 case .failed(let error):
                     state = .failed(error)
                     events.append(.failed(error))
@@ -225,9 +226,9 @@ public struct HTTP1Parser: Sendable {
     }
 
     /// Parses the collected head, emits it and enters the body state its framing calls for.
-    private mutating func headCompleted(remaining input: inout ArraySlice<UInt8>, into events: inout [HTTP1Event]) {
-        let section = scanner.buffer
-        scanner.reset()
+    private mutating func headCompleted(
+        _ section: ArraySlice<UInt8>, remaining input: inout ArraySlice<UInt8>, into events: inout [HTTP1Event]
+    ) {
         let framing: HTTP1BodyFraming
         do throws(HTTP1ParseError) {
             switch role {
