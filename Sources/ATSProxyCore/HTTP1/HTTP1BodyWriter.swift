@@ -37,19 +37,29 @@ public struct HTTP1BodyWriter: Sendable {
         }
     }
 
-    /// Appends the framed form of `data` to `buffer`.
+    /// Appends the framed form of `data` to `buffer`. A body that passes through unchanged into an
+    /// empty `buffer` is not copied when `data` is an array slice spanning its whole array (a
+    /// decrypted read, the usual bulk case): `buffer` then shares that array's storage.
     public mutating func write<Data: Collection<UInt8>>(_ data: Data, into buffer: inout [UInt8]) throws(Failure) {
         switch state {
         case .counted(let remaining):
             guard data.count <= remaining else { throw .bodyTooLong }
-            buffer.append(contentsOf: data)
+            Self.pass(data, into: &buffer)
             state = .counted(remaining: remaining - data.count)
         case .chunked:
             HTTP1Serializer.writeChunk(data, into: &buffer)
         case .raw:
-            buffer.append(contentsOf: data)
+            Self.pass(data, into: &buffer)
         case .finished:
             preconditionFailure("HTTP1BodyWriter.write in state \(state)")
+        }
+    }
+
+    private static func pass<Data: Collection<UInt8>>(_ data: Data, into buffer: inout [UInt8]) {
+        if buffer.isEmpty, let slice = data as? ArraySlice<UInt8> {
+            buffer = Array(slice)
+        } else {
+            buffer.append(contentsOf: data)
         }
     }
 
