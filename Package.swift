@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "ATSProxyCore", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2"]),
         .target(
             name: "ATSProxyIO",
-            dependencies: ["ATSProxyCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["ATSProxyCore", "COpenSSLShims", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "ats-proxy",

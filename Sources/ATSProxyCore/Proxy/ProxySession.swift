@@ -415,7 +415,7 @@ public struct ProxySession {
 
     private func tunnelURL(path: String) -> String {
         guard let tunnel else { return "https://invalid/" }
-        let host = tunnel.host.contains(":") ? "[\(tunnel.host)]" : tunnel.host
+        let host = tunnel.host.utf8.contains(UInt8(ascii: ":")) ? "[\(tunnel.host)]" : tunnel.host
         let port = tunnel.port == 443 ? "" : ":\(tunnel.port)"
         return "https://\(host)\(port)\(path.hasPrefix("/") || path == "*" ? path : "/" + path)"
     }
@@ -428,14 +428,15 @@ public struct ProxySession {
     }
 
     private func isSelf(host: String, port: Int) -> Bool {
-        let name = host.contains(":") ? "[\(host)]" : host
+        let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         return services.settings.selfAuthorities.contains("\(name):\(port)")
     }
 
     /// `--cleartext upgrade`: fetch the https:// twin under that host's ATS requirements.
     private mutating func upgradeCleartext(_ original: Exchange, head: HTTP1RequestHead) {
         let port = services.settings.upgradePort
-        let host = original.target.host.contains(":") ? "[\(original.target.host)]" : original.target.host
+        let host =
+            original.target.host.utf8.contains(UInt8(ascii: ":")) ? "[\(original.target.host)]" : original.target.host
         var path = "/"
         if case .absolute(_, _, let pathAndQuery) = head.target, !pathAndQuery.isEmpty { path = pathAndQuery }
         let url = "https://\(host)\(port == 443 ? "" : ":\(port)")\(path.hasPrefix("/") ? path : "/" + path)"
@@ -603,7 +604,7 @@ public struct ProxySession {
             close()
             return
         }
-        let hostText = host.contains(":") ? "[\(host)]" : host
+        let hostText = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         let url = "https://\(hostText)\(port == 443 ? "" : ":\(port)")/"
         guard let target = try? RequestTarget(parsing: url) else {
             answerLocally(status: 400, reason: "Bad Request", body: "ats-proxy: bad CONNECT target\n", keepAlive: false)
