@@ -117,7 +117,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         func flush() {
             if !clientBuffer.isEmpty {
                 client.write(clientBuffer)
-                clientBuffer.removeAll(keepingCapacity: true)
+                clientBuffer = []
             }
             if !upstreamBuffer.isEmpty {
                 if let lane = lanes[upstreamLane] {
@@ -127,18 +127,19 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
                         lane.upstream?.write(upstreamBuffer)
                     }
                 }
-                upstreamBuffer.removeAll(keepingCapacity: true)
+                upstreamBuffer = []
             }
         }
         func perform(_ command: ProxyCommand, lane id: Int32) {
             switch command {
             case .writeToClient(let bytes):
                 if !upstreamBuffer.isEmpty { flush() }
-                clientBuffer += bytes
+                // The first array of a run is adopted as it is (no copy); later ones are appended.
+                if clientBuffer.isEmpty { clientBuffer = bytes } else { clientBuffer += bytes }
             case .writeToUpstream(let bytes):
                 if !clientBuffer.isEmpty || (!upstreamBuffer.isEmpty && upstreamLane != id) { flush() }
                 upstreamLane = id
-                upstreamBuffer += bytes
+                if upstreamBuffer.isEmpty { upstreamBuffer = bytes } else { upstreamBuffer += bytes }
             case .closeClient:
                 flush()
                 if id == 0 {

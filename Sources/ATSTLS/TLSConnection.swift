@@ -424,8 +424,10 @@ public final class TLSConnection {
         state = .failed
     }
 
-    /// Encrypts application bytes; returns how many were taken (all of them unless the
-    /// connection is not established).
+    /// Encrypts application bytes into records for the peer (`takeOutbound`); returns how many
+    /// were taken: all of them, or 0 when the connection is not established or the write failed
+    /// (`state` is then `.failed`). Partial writes are enabled on the contexts, so `SSL_write`
+    /// takes one record (≤ 16 KiB) per call; the loop here spares callers from slicing.
     @discardableResult
     public func write(_ bytes: [UInt8]) -> Int {
         guard state == .established, !bytes.isEmpty else { return 0 }
@@ -434,12 +436,19 @@ public final class TLSConnection {
         // Room for the records up front (≤ 16 KiB of plaintext each, plus header, tag and padding
         // byte), so that the output does not grow and copy itself record by record.
         outbound.reserveCapacity(outbound.count + bytes.count + (bytes.count / 16384 + 1) * 32)
-        let written = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
-        if written <= 0 {
-            fail(TLSFailure.classify(OpenSSLErrorEntry.drain(), transportEOF: transportEnded))
-            return 0
+        return bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let chunk = Int32(min(raw.count - offset, Int(Int32.max)))
+                let written = SSL_write(ssl, raw.baseAddress! + offset, chunk)
+                if written <= 0 {
+                    fail(TLSFailure.classify(OpenSSLErrorEntry.drain(), transportEOF: transportEnded))
+                    return 0
+                }
+                offset += Int(written)
+            }
+            return offset
         }
-        return Int(written)
     }
 
     /// Decrypts up to `maximum` application bytes from what the peer sent: as many records as are

@@ -1343,12 +1343,7 @@ public struct ProxySession {
     private mutating func sendToClient(_ plain: [UInt8]) {
         guard !plain.isEmpty else { return }
         if let tls = clientTLS {
-            var offset = 0
-            while offset < plain.count {
-                let written = tls.write(Array(plain[offset...]))
-                if written <= 0 { break }
-                offset += written
-            }
+            tls.write(plain)
             flushClientTLS(tls)
         } else {
             commands.append(.writeToClient(plain))
@@ -1360,12 +1355,7 @@ public struct ProxySession {
         switch upstream {
         case .ready(_, let tls):
             if let tls {
-                var offset = 0
-                while offset < plain.count {
-                    let written = tls.write(Array(plain[offset...]))
-                    if written <= 0 { break }
-                    offset += written
-                }
+                tls.write(plain)
                 flushUpstreamTLS(tls)
             } else {
                 commands.append(.writeToUpstream(plain))

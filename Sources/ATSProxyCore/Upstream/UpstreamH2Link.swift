@@ -354,20 +354,10 @@ public final class UpstreamH2Link {
         }
     }
 
-    /// Plaintext through the TLS engine (in record-sized pieces, since partial writes are enabled), or as is.
+    /// Plaintext through the TLS engine, or as is.
     private func encrypt(_ plaintext: [UInt8]) -> [UInt8] {
         guard let tls else { return plaintext }
-        var offset = 0
-        while offset < plaintext.count {
-            let end = min(plaintext.count, offset + 16_384)
-            let piece = offset == 0 && end == plaintext.count ? plaintext : Array(plaintext[offset..<end])
-            let written = tls.write(piece)
-            guard written > 0 else {
-                failLink(.internalError)
-                break
-            }
-            offset += written
-        }
+        if !plaintext.isEmpty && tls.write(plaintext) == 0 { failLink(.internalError) }
         return tls.takeOutbound()
     }
 
