@@ -181,10 +181,12 @@ extension HTTP2Session {
     func onDataSourceRead(
         stream: Int32, buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>
     ) -> Int {
-        guard var state = outbound[stream] else {
+        guard outbound[stream] != nil else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
-        let count = state.buffer.read(into: buffer, maximum: length)
+        // Read in place (a copy would share the buffer's storage and copy it on the first mutation).
+        let count = outbound[stream]!.buffer.read(into: buffer, maximum: length)
+        let state = outbound[stream]!
         if state.buffer.count == 0, state.endRequested {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
             if let trailers = state.trailers, let session {
@@ -197,7 +199,6 @@ extension HTTP2Session {
             outbound[stream] = nil
             return count
         }
-        outbound[stream] = state
         return count == 0 ? Int(NGHTTP2_ERR_DEFERRED.rawValue) : count
     }
 

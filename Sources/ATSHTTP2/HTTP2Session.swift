@@ -210,13 +210,14 @@ public final class HTTP2Session {
     /// much is still waiting, so it can stop reading from its own source.
     public func submitData(stream: Int32, bytes: [UInt8], endStream: Bool) throws {
         let session = try liveSession()
-        guard var state = outbound[stream], !state.endRequested else {
+        guard let state = outbound[stream], !state.endRequested else {
             throw HTTP2SessionError(
                 libraryCode: NGHTTP2_ERR_STREAM_SHUT_WR.rawValue, message: "stream \(stream) has no open body")
         }
-        state.buffer.append(bytes)
-        state.endRequested = endStream
-        outbound[stream] = state
+        // Mutated in place: a copy taken out of the dictionary would share the buffer's storage, and
+        // appending to it would copy every byte still queued.
+        outbound[stream]!.buffer.append(bytes)
+        outbound[stream]!.endRequested = endStream
         _ = nghttp2_session_resume_data(session, stream)
     }
 
