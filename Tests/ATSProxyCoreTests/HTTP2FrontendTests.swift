@@ -896,6 +896,44 @@ extension HTTP2FrontendTests {
         #expect(Self.difference(view.body, body) == nil)
         #expect(Self.records(rest).first?.bytesToClient == 400_000)
     }
+
+    @Test func streamsThatTogetherPassTheConnectionMarkPauseEvenBelowTheirOwn() throws {
+        var configuration = HTTP2Configuration()
+        configuration.initialWindowSize = 4_096
+        let harness = try Harness(client: configuration)
+        harness.clientConsumes = false
+        // Each response stays under the per-stream mark; together they pass the connection's 4 MiB at the
+        // 18th stream, whether or not the stream's first 4 KiB window was already sent.
+        let perStream = 240_000
+        #expect(perStream < HTTP2Frontend.responseHighWatermark)
+        let streamCount = 20
+        var streams: [Int32] = []
+        for _ in 0..<streamCount { streams.append(try harness.request("/part").stream) }
+        let head = Array("HTTP/1.1 200 OK\r\nContent-Length: \(perStream)\r\n\r\n".utf8)
+        var paused: [Int32] = []
+        for lane in Int32(1)...Int32(streamCount) {
+            harness.connect(lane: lane)
+            let names = Self.names(harness.respond(lane: lane, head + testBody(seed: Int(lane), count: perStream)))
+            if names.contains("\(lane):pauseUpstreamReads") { paused.append(lane) }
+        }
+        let mark = HTTP2Frontend.connectionResponseHighWatermark
+        let firstOver = (1...streamCount).first { $0 * (perStream - 4_096) > mark }
+        #expect(firstOver == (1...streamCount).first { $0 * perStream > mark })
+        #expect(paused == Array(Int32(try #require(firstOver))...Int32(streamCount)))
+
+        // As the client reads, the connection falls below its low mark and the paused lanes resume.
+        harness.clientConsumes = true
+        var resumed: Set<String> = []
+        for _ in 0..<2_000 where resumed.count < paused.count {
+            for name in Self.names(harness.consumeReceived()) where name.hasSuffix(":resumeUpstreamReads") {
+                resumed.insert(name)
+            }
+        }
+        #expect(resumed == Set(paused.map { "\($0):resumeUpstreamReads" }))
+        for (index, stream) in streams.enumerated() {
+            #expect(harness.stream(stream).body == testBody(seed: index + 1, count: perStream))
+        }
+    }
 }
 
 // MARK: - Upstream hand-over

@@ -9,7 +9,8 @@ import Foundation
 /// so their upstream connections are reused per (host, port, decision) like HTTP/1.1 keep-alive.
 ///
 /// Flow control: request DATA is acknowledged (WINDOW_UPDATE) only when the lane can take it; response bytes
-/// beyond a per-stream watermark pause the lane's upstream reads until the client's window drains them.
+/// beyond a per-stream watermark (or, for the streams adding to it, beyond a per-connection one) pause the
+/// lane's upstream reads until the client's windows drain them.
 ///
 /// Not thread-safe: owned by one `ProxySession`, used on its driver's queue. Plaintext in, plaintext out: the
 /// owning session runs the TLS.
@@ -54,6 +55,10 @@ final class HTTP2Frontend {
     /// Bytes buffered for one stream before its lane's upstream reads pause, and the level they resume at.
     static let responseHighWatermark = 256 * 1024
     static let responseLowWatermark = 64 * 1024
+    /// Bytes buffered for all streams of the connection together before a stream that adds to them pauses
+    /// (100 streams at the per-stream mark would hold 25 MiB), and the level below which they resume.
+    static let connectionResponseHighWatermark = 4 << 20
+    static let connectionResponseLowWatermark = 2 << 20
     /// Idle lanes kept for reuse; more are closed.
     static let maximumIdleLanes = 16
 
@@ -468,17 +473,29 @@ final class HTTP2Frontend {
                 }
             }
         }
-        if stream.response == .streaming && !stream.upstreamPaused
-            && session.bufferedOutboundBytes(stream: id) > Self.responseHighWatermark
-        {
-            stream.upstreamPaused = true
-            output.commands.append(.stream(lane, .pauseUpstreamReads))
+        if stream.response == .streaming && !stream.upstreamPaused {
+            let buffered = session.bufferedOutboundBytes(stream: id)
+            if buffered > Self.responseHighWatermark
+                || buffered > 0 && bufferedResponseBytes > Self.connectionResponseHighWatermark
+            {
+                stream.upstreamPaused = true
+                output.commands.append(.stream(lane, .pauseUpstreamReads))
+            }
         }
         streams[id] = stream
     }
 
-    /// Streams whose client window opened again get their upstream reads back.
+    /// Response bytes waiting for the client's windows, over all streams.
+    private var bufferedResponseBytes: Int {
+        streams.keys.reduce(0) { $0 + session.bufferedOutboundBytes(stream: $1) }
+    }
+
+    /// Streams whose client window opened again get their upstream reads back, once the connection as a whole
+    /// is below its own mark too.
     private func resumeDrainedStreams() {
+        guard streams.values.contains(where: \.upstreamPaused),
+            bufferedResponseBytes <= Self.connectionResponseLowWatermark
+        else { return }
         for (id, stream) in streams where stream.upstreamPaused {
             guard session.bufferedOutboundBytes(stream: id) <= Self.responseLowWatermark else { continue }
             streams[id]?.upstreamPaused = false
