@@ -182,6 +182,58 @@ import Testing
         }
     }
 
+    /// An origin may close a kept-alive connection just as the next request arrives (its keep-alive
+    /// timeout). CFNetwork then retries an idempotent request on a new connection; so does the proxy,
+    /// once, and only when nothing of the response had arrived.
+    @Test(arguments: ["https", "http"])
+    func anIdempotentRequestOnAReusedUpstreamTheOriginClosedIsRetriedOnAFreshOne(scheme: String) throws {
+        let stack = try ProxyStack(arguments: ["--upstream-idle-timeout", "0"])
+        let base = scheme == "https" ? stack.api : stack.legacy
+        var arguments = ["-s", "-S", "--http1.1", "--max-time", "20", "-x", "http://\(stack.proxy.address)"]
+        arguments += ["--cacert", stack.proxy.caPath, "-w", "%{http_code} %{num_connects}\\n"]
+        // One client connection: the second request goes out on the upstream the first one used.
+        let result = try E2E.run(
+            "/usr/bin/curl", arguments + ["\(base)/close-if-reused", "\(base)/close-if-reused"], timeout: 25)
+        // Each body ("fresh <origin connection>") is followed by its status and new-connection count.
+        let lines = result.stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines.count == 4, "\(result.stdoutText) \(result.stderrText)")
+        if lines.count == 4 {
+            #expect(lines[1] == "200 1" && lines[3] == "200 0", "\(lines)")
+            #expect(lines[0].hasPrefix("fresh ") && lines[2].hasPrefix("fresh ") && lines[0] != lines[2], "\(lines)")
+        }
+        let origin = scheme == "https" ? stack.tlsOrigin : stack.plainOrigin
+        #expect(origin.requests.filter { $0.hasPrefix("GET /close-if-reused") }.count == 3)
+
+        // A POST is not idempotent: the same fault is answered with 502 -1005, and it reached the origin once.
+        let common = [
+            "-s", "-S", "--http1.1", "--max-time", "20", "-x", "http://\(stack.proxy.address)", "--cacert",
+            stack.proxy.caPath, "-w", "%{http_code} %{num_connects}\\n", "-o", "/dev/null",
+        ]
+        let post = try E2E.run(
+            "/usr/bin/curl",
+            common + ["\(base)/close-if-reused", "--next"] + common
+                + ["-X", "POST", "--data-binary", "payload", "\(base)/close-if-reused"], timeout: 25)
+        #expect(post.stdoutText.split(separator: "\n") == ["200 1", "502 0"], "\(post.stderrText)")
+        #expect(origin.requests.filter { $0.hasPrefix("POST /close-if-reused") }.count == 1)
+    }
+
+    /// The same for a connection the pool parked: the next client gets it, the origin closes it, the
+    /// request goes out once more on a new connection.
+    @Test func anIdempotentRequestOnAPooledUpstreamTheOriginClosedIsRetriedOnAFreshOne() throws {
+        // One loop: pools are per loop, and both clients must land on the same one.
+        let stack = try ProxyStack(arguments: ["--loops", "1"])
+        let first = try stack.curl("\(stack.api)/close-if-reused")
+        #expect(first.httpCode == 200 && first.bodyText.hasPrefix("fresh "), "\(first.bodyText)")
+        // The first client has gone; its upstream waits in the pool for the next one (parked when the
+        // proxy sees the client close: give it a moment).
+        usleep(300_000)
+        let second = try stack.curl("\(stack.api)/close-if-reused")
+        #expect(
+            second.httpCode == 200 && second.bodyText.hasPrefix("fresh "), "\(second.statusLine) \(second.bodyText)")
+        #expect(second.bodyText != first.bodyText)
+        #expect(stack.tlsOrigin.requests.filter { $0.hasPrefix("GET /close-if-reused") }.count == 3)
+    }
+
     /// Open descriptors of a process (from /proc).
     static func openFiles(_ pid: Int32) -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1

@@ -91,7 +91,19 @@ public struct ProxySession {
         var requestHasBody = false
         /// The requirements the upstream is judged against (nil for cleartext).
         var requirements: TLSRequirements?
+        /// The upstream the request was sent for.
+        var upstreamKey: UpstreamKey?
+        /// The request head as sent upstream, kept while the request may be retried once on a fresh
+        /// connection: an idempotent request without a body (RFC 9110 §9.2.2). Nil otherwise.
+        var retryHead: [UInt8]?
+        /// The upstream carrying the request was reused (kept alive, or from the pool), not opened for it.
+        var onReusedUpstream = false
+        /// Some of the response arrived (after that a lost connection is never retried).
+        var responseBytesSeen = false
     }
+
+    /// Methods a lost connection may repeat (RFC 9110 §9.2.2), when the request has no body.
+    static let idempotentMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]
 
     public let services: ProxyServices
     public let clientAddress: String
@@ -489,7 +501,14 @@ public struct ProxySession {
         var bytes: [UInt8] = []
         HTTP1Serializer.writeRequestHead(upstreamHead, into: &bytes)
         exchange.responseParser.requestSent(method: head.method)
-        if case .ready(let current, _) = upstream, current == key { exchange.tls = upstreamFacts }
+        exchange.upstreamKey = key
+        if Self.idempotentMethods.contains(head.method) && !exchange.requestHasBody && !exchange.isUpgradeRequest {
+            exchange.retryHead = bytes
+        }
+        if case .ready(let current, _) = upstream, current == key {
+            exchange.tls = upstreamFacts
+            exchange.onReusedUpstream = true
+        }
         self.exchange = exchange
         switch upstream {
         case .ready(let current, _) where current == key:
@@ -528,6 +547,7 @@ public struct ProxySession {
         upstreamProtocol = lease.protocolName
         upstreamShareable = lease.shareable
         exchange?.tls = lease.facts
+        exchange?.onReusedUpstream = true
         flushPendingUpstream()
     }
 
@@ -806,7 +826,7 @@ public struct ProxySession {
             return
         }
         guard var exchange else { return }
-        exchange.bytesToClient += 0
+        exchange.responseBytesSeen = true
         let events = exchange.responseParser.feed(bytes)
         self.exchange = exchange
         processResponse(events)
@@ -951,6 +971,17 @@ public struct ProxySession {
                 return
             }
             processResponse(events)
+        } else if exchange.onReusedUpstream, !exchange.responseBytesSeen, let head = exchange.retryHead,
+            let key = exchange.upstreamKey
+        {
+            // A reused connection the origin closed as the request arrived (its keep-alive timeout): like
+            // CFNetwork, send the idempotent request once more, on a connection opened for it.
+            exchange.retryHead = nil
+            exchange.onReusedUpstream = false
+            self.exchange = exchange
+            pendingUpstream = []
+            openUpstream(key, reusable: false)
+            sendToUpstream(head)
         } else {
             let requirements = exchange.requirements ?? Self.cleartextRequirements
             failExchange(

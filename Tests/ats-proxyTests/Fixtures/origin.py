@@ -16,6 +16,9 @@ Routes:
   GET  /reset-mid           head announcing 1 MB, 1000 bytes, then a TCP reset
   GET  /reset-before-head   reads the request, then a TCP reset without answering
   GET  /close-before-head   reads the request, then a clean close without answering
+  GET|POST /close-if-reused  on a connection's first request 200 "fresh <conn>\n" (a POST
+                            body is read first); on a later one a clean close without answering,
+                            like an origin whose keep-alive timeout struck as the request arrived
   GET  /ws                  WebSocket (RFC 6455) echo of text and binary messages
 Every response carries X-Origin: <name> and X-Conn: <per-connection number>.
 """
@@ -74,10 +77,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def setup(self):
         super().setup()
         self.conn_id = next(self.server.connection_numbers)
+        self.requests_on_conn = 0
 
     def parse_request(self):
         ok = super().parse_request()
         if ok:
+            self.requests_on_conn += 1
             with self.server.log_lock:
                 with open(self.server.log_path, "a") as log:
                     log.write(f"{self.command} {self.path} Host={self.headers.get('Host', '')}\n")
@@ -200,13 +205,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.reset()
         elif path == "/close-before-head":
             self.close_connection = True
+        elif path == "/close-if-reused":
+            self.close_if_reused()
         elif path == "/ws":
             self.websocket()
         else:
             self.simple(404, b"not found\n")
 
+    def close_if_reused(self):
+        if self.requests_on_conn > 1:
+            self.close_connection = True
+        else:
+            self.simple(200, f"fresh {self.conn_id}\n".encode())
+
     def do_POST(self):
         url = urllib.parse.urlsplit(self.path)
+        if url.path == "/close-if-reused":
+            self.read_body()
+            self.close_if_reused()
+            return
         if url.path != "/echo":
             self.simple(404, b"not found\n")
             return
