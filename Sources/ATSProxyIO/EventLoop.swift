@@ -8,7 +8,7 @@ import Foundation
     import Darwin
 #endif
 
-/// Something registered with a loop's poller: it receives readiness reports on the loop thread.
+/// Something registered with a loop (`LoopCore.register`): it receives readiness reports on the loop.
 protocol LoopWatcher: AnyObject {
     /// `events` holds `ATS_POLL_*` bits.
     func loopEvent(_ events: UInt32)

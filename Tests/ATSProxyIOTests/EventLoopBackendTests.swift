@@ -62,6 +62,7 @@ struct EventLoopBackendTests {
         let trace = Trace()
         let finished = Expectation<Bool>()
         @Sendable func elapsedMilliseconds() -> Int { Int((DispatchTime.now().uptimeNanoseconds - start) / 1_000_000) }
+        /// Keeps the timers for a check on the loop (touched only there).
         final class Box: @unchecked Sendable { var timers: [LoopTimer] = [] }
         let box = Box()
         loop.execute {
@@ -173,6 +174,7 @@ struct EventLoopBackendTests {
         let group = EventLoopGroup(loopCount: 2, backend: backend)
         let serverClosed = Expectation<TCPCloseReason>()
         let serverPauses = Expectation<Int>()
+        /// The two handlers, for the diagnostics of a stuck transfer (touched on their loops).
         final class Handlers: @unchecked Sendable {
             var server: BackPressureEcho?
             var client: BulkClient?
@@ -271,6 +273,7 @@ struct EventLoopBackendTests {
         let loop = group.loops[0]
         let closed = Expectation<TCPCloseReason>()
         let queuedAtClose = Expectation<Int>()
+        /// Reports the close reason.
         final class Closer: TCPConnectionHandler {
             let closed: Expectation<TCPCloseReason>
             init(closed: Expectation<TCPCloseReason>) { self.closed = closed }
@@ -280,6 +283,7 @@ struct EventLoopBackendTests {
                 closed.fulfill(reason)
             }
         }
+        /// Watches the connection being freed (read on its loop).
         final class WeakBox: @unchecked Sendable { weak var connection: TCPConnection? }
         let weakBox = WeakBox()
         let listener = try TCPListener(
@@ -316,6 +320,7 @@ struct EventLoopBackendTests {
         let group = EventLoopGroup(loopCount: 1, backend: backend)
         let loop = group.loops[0]
         let accepted = Expectation<TCPConnection>()
+        /// Counts delivered bytes (touched on the loop).
         final class Pauser: TCPConnectionHandler, @unchecked Sendable {
             var bytes = 0
             func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {
@@ -351,6 +356,7 @@ struct EventLoopBackendTests {
     @Test("input after our FIN (the socket then hangs up) is read to the end", arguments: EventLoopBackend.allCases)
     func readsToEOFAfterHangUp(backend: EventLoopBackend) throws {
         let group = EventLoopGroup(loopCount: 1, backend: backend)
+        /// Counts bytes and reports them with the close reason (touched on the loop).
         final class Collector: TCPConnectionHandler, @unchecked Sendable {
             var bytes = 0
             let closed: Expectation<(TCPCloseReason, Int)>
@@ -385,6 +391,7 @@ struct EventLoopBackendTests {
 
     @Test("a released loop stops and frees its state", arguments: EventLoopBackend.allCases)
     func releasedLoopShutsDown(backend: EventLoopBackend) throws {
+        /// Watches the loop core being freed.
         final class WeakCore: @unchecked Sendable { weak var core: LoopCore? }
         let weak = WeakCore()
         do {
