@@ -8,7 +8,7 @@ import Foundation
     import Darwin
 #endif
 
-/// Something registered with a loop's poller: it receives readiness reports on the loop thread.
+/// Something registered with a loop (`LoopCore.register`): it receives readiness reports on the loop.
 protocol LoopWatcher: AnyObject {
     /// `events` holds `ATS_POLL_*` bits.
     func loopEvent(_ events: UInt32)
@@ -23,20 +23,48 @@ struct LoopToken: Equatable {
     var raw: UInt64 { UInt64(generation) << 32 | UInt64(slot) }
 }
 
-/// One I/O loop: a dedicated thread that waits in the poller (epoll on Linux, kqueue on Darwin)
-/// and runs every socket handler, timer and task of the connections assigned to it, plus a read
-/// buffer those connections share.
+/// How a loop waits for sockets and timers. Chosen per `EventLoopGroup` (`--event-loop`).
 ///
-/// Why not Dispatch sources: on Linux every source event travels from libdispatch's epoll manager
-/// thread to a worker thread (a context switch and two `epoll_ctl` re-arms per event), and every
-/// timer re-arm is a timerfd syscall on the manager. Here one thread waits, handles what is ready
-/// and waits again: a keep-alive request through the proxy costs two poller reports and no
-/// `epoll_ctl` at all (connections are registered once, edge-triggered).
+/// Both backends keep the same contracts (`EventLoop`, `LoopCore`): watchers get `ATS_POLL_*`
+/// reports on the loop, one at a time, and share the loop's read buffer.
+public enum EventLoopBackend: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// A dedicated thread per loop waiting in the kernel poller (epoll on Linux, kqueue on Darwin),
+    /// with sockets registered once, edge-triggered. The cheapest per event on Linux.
+    case epoll
+    /// A serial `DispatchQueue` per loop, with a `DispatchSourceRead`/`DispatchSourceWrite` per
+    /// socket and one `DispatchSourceTimer` driving the loop's timer heap: the design the product
+    /// brief names, and the natural choice on Darwin, where Dispatch sources are kqueue-native.
+    case dispatch
+
+    /// The default for this platform: `epoll` on Linux (libdispatch there hops every source event
+    /// from its epoll manager thread to a worker and re-arms the fd twice), `dispatch` elsewhere.
+    public static var platformDefault: EventLoopBackend {
+        #if os(Linux)
+            return .epoll
+        #else
+            return .dispatch
+        #endif
+    }
+
+    public var description: String { rawValue }
+}
+
+/// One I/O loop: every socket handler, timer and task of the connections assigned to it runs here,
+/// one at a time, plus a read buffer those connections share.
+///
+/// The backend decides what "here" is (see `EventLoopBackend`): a dedicated thread waiting in
+/// epoll/kqueue (`EpollLoopCore`), or a serial `DispatchQueue` fed by Dispatch sources
+/// (`DispatchLoopCore`). Why the epoll thread is the Linux default: on Linux every Dispatch source
+/// event travels from libdispatch's epoll manager thread to a worker thread (a context switch and
+/// two `epoll_ctl` re-arms per event), and every timer re-arm is a timerfd syscall on the manager.
+/// The epoll thread waits, handles what is ready and waits again: a keep-alive request through the
+/// proxy costs two poller reports and no `epoll_ctl` at all (connections are registered once,
+/// edge-triggered).
 ///
 /// Threading: `execute` (and `executeOrRun`) may be called from any thread; everything else that
-/// touches loop state (registrations, timers, `readBuffer`) runs on the loop thread, checked with
+/// touches loop state (registrations, timers, `readBuffer`) runs on the loop, checked with
 /// `assertInLoop` in debug builds. That confinement is the invariant behind `@unchecked Sendable`.
-/// The thread exits once the loop is released (connections and armed timers keep it alive).
+/// The loop stops once it is released (connections and armed timers keep it alive).
 public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     /// The loop's index within its group (0-based), used in thread names and logs.
     public let index: Int
@@ -44,16 +72,23 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     public let readBufferSize: Int
     /// Shared read buffer, reused by every connection on this loop (no per-read allocation).
     let readBuffer: UnsafeMutableRawBufferPointer
-    /// The state the loop thread owns; the thread holds only this, never the `EventLoop`.
+    /// The state the loop owns; its thread or queue holds only this, never the `EventLoop`.
     let core: LoopCore
 
-    /// Creates a loop with its own thread. `readBufferSize` defaults to 64 KiB.
-    public init(index: Int = 0, readBufferSize: Int = 64 * 1024, label: String = "ats-proxy.loop") {
+    /// Creates a loop with its own thread (`epoll`) or queue (`dispatch`). `readBufferSize`
+    /// defaults to 64 KiB.
+    public init(
+        index: Int = 0, readBufferSize: Int = 64 * 1024, label: String = "ats-proxy.loop",
+        backend: EventLoopBackend = .platformDefault
+    ) {
         precondition(readBufferSize > 0, "read buffer must not be empty")
         self.index = index
         self.readBufferSize = readBufferSize
         self.readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: readBufferSize, alignment: 16)
-        core = LoopCore(name: "\(label).\(index)")
+        switch backend {
+        case .epoll: core = EpollLoopCore(name: "\(label).\(index)")
+        case .dispatch: core = DispatchLoopCore(name: "\(label).\(index)")
+        }
     }
 
     deinit {
@@ -61,8 +96,12 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
         readBuffer.deallocate()
     }
 
+    /// The backend driving this loop.
+    public var backend: EventLoopBackend { core.backend }
+
     /// Runs `work` on the loop asynchronously, after the current handler returns when called on the
-    /// loop. The block is `@Sendable` because it may cross threads.
+    /// loop. The block is `@Sendable` because it may cross threads. Blocks submitted from one
+    /// thread run in submission order.
     public func execute(_ work: @escaping @Sendable () -> Void) {
         core.enqueue(work)
     }
@@ -72,13 +111,13 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
         execute { [self] in _ = LoopTimer.oneShot(on: self, after: delay, handler: work) }
     }
 
-    /// True when called on this loop's thread.
+    /// True when called on this loop (its thread, or a block running on its queue).
     public var inLoop: Bool { core.isCurrentThread }
 
-    /// Traps (in debug builds) unless running on the loop's thread.
+    /// Traps (in debug builds) unless running on the loop.
     @inline(__always)
     public func assertInLoop() {
-        assert(core.isCurrentThread, "\(self): called off its loop thread")
+        assert(core.isCurrentThread, "\(self): called off its loop")
     }
 
     /// Runs `work` on the loop: immediately when already on it, otherwise asynchronously.
@@ -107,7 +146,7 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
 
     public var description: String { "EventLoop(\(index))" }
 
-    // MARK: Loop-internal API (on the loop thread)
+    // MARK: Loop-internal API (on the loop)
 
     /// Runs `work` on the loop after the current handler returns, without the `@Sendable`
     /// requirement (for loop-confined callers).
@@ -126,111 +165,99 @@ private final class ResultBox<T>: @unchecked Sendable {
     var value: T?
 }
 
-/// The loop thread's state. Not `Sendable` in spirit: everything except the task inbox (behind
-/// `inboxLock`) and `stopRequested` is touched only by the loop thread.
-final class LoopCore: @unchecked Sendable {
-    let poller: Int32
-    private let wakeup: Int32
-    private var thread: pthread_t?
-    private let started = DispatchSemaphore(value: 0)
+/// The state every loop backend shares, and the interface watchers (connections, connectors,
+/// listeners) and `LoopTimer` use: registrations with generation-checked tokens, the timer heap,
+/// loop-local tasks and the loop clock. `EpollLoopCore` and `DispatchLoopCore` supply the waiting.
+///
+/// Registration contract (both backends):
+/// - `register` starts reports for `fd` to the watcher; `interest` is what the watcher wants now.
+/// - `setInterest` changes that. Only backends with `tracksInterest` need it: the epoll backend
+///   watches an edge-triggered registration for both directions for its whole life (a watcher
+///   ignores reports it has no use for, and edges do not repeat), while a Dispatch source keeps
+///   firing while its condition holds, so a direction nobody waits for must be switched off.
+/// - `unregister` stops reports and leaves the fd open; `unregisterAndClose` also closes it, at
+///   once (epoll) or once Dispatch has cancelled the fd's sources (the fd must stay open until
+///   their cancel handlers ran), and then runs `then` on the loop. The token is dead either way.
+///
+/// Not `Sendable` in spirit: everything here is touched only on the loop, except what a subclass
+/// documents as cross-thread (`enqueue`, `requestStop`). That is the invariant behind
+/// `@unchecked Sendable`.
+class LoopCore: @unchecked Sendable {
+    /// Which backend this is.
+    let backend: EventLoopBackend
+    /// True when watchers must keep `setInterest` current (see the type's contract).
+    let tracksInterest: Bool
 
-    // Cross-thread inbox.
-    private let inboxLock = NSLock()
-    private var inbox: [@Sendable () -> Void] = []
-    private var wakeupPending = false
-    private var stopRequested = false
+    /// Tasks queued on the loop itself; they run after the current handler returns.
+    final var local: [() -> Void] = []
+    /// Watchers by slot; slot 0 is reserved (the epoll wakeup channel).
+    final var watchers: [(any LoopWatcher)?] = [nil]
+    /// Each slot's current generation; a token of an older generation is stale.
+    final var generations: [UInt32] = [0]
+    private final var freeSlots: [Int] = []
+    /// Slots in use (registrations not yet unregistered).
+    private(set) final var liveRegistrations = 0
+    /// The loop's timers (`LoopTimer` inserts and removes itself).
+    final var timers = TimerHeap()
+    /// The loop clock: monotonic nanoseconds, refreshed on every loop iteration or turn.
+    final var now: UInt64 = ats_monotonic_nanoseconds()
+    /// Readiness reports handed to watchers so far (for tests: a quiet loop stays quiet).
+    final var reportsDelivered = 0
 
-    // Loop-thread state.
-    var local: [() -> Void] = []
-    private var watchers: [(any LoopWatcher)?] = [nil]  // slot 0 is the wakeup channel
-    private var generations: [UInt32] = [0]
-    private var freeSlots: [Int] = []
-    var timers = TimerHeap()
-    private(set) var now: UInt64 = ats_monotonic_nanoseconds()
-    private var events = [ats_poll_event](repeating: ats_poll_event(), count: 256)
-
-    init(name: String) {
-        poller = ats_poll_create()
-        precondition(poller >= 0, "cannot create the poller: \(IOError.current("poll create"))")
-        wakeup = ats_wakeup_create(poller, 0)
-        precondition(wakeup >= 0, "cannot create the loop wakeup: \(IOError.current("wakeup create"))")
-        let start = ThreadStart(core: self)
-        let thread = Thread { start.run() }
-        thread.name = name
-        thread.start()
-        started.wait()
+    init(backend: EventLoopBackend, tracksInterest: Bool) {
+        self.backend = backend
+        self.tracksInterest = tracksInterest
     }
 
-    /// The thread's entry: the only strong reference to the core for the thread's life.
-    private final class ThreadStart: @unchecked Sendable {
-        let core: LoopCore
-        init(core: LoopCore) { self.core = core }
-        func run() {
-            core.thread = pthread_self()
-            core.started.signal()
-            core.run()
-        }
-    }
+    // MARK: Backend interface
 
-    var isCurrentThread: Bool {
-        guard let thread else { return false }
-        return pthread_equal(thread, pthread_self()) != 0
-    }
+    /// True when called on the loop.
+    var isCurrentThread: Bool { preconditionFailure("LoopCore is abstract") }
 
-    func enqueue(_ work: @escaping @Sendable () -> Void) {
-        if isCurrentThread {
-            local.append(work)
-            return
-        }
-        let signal: Bool = inboxLock.withLock {
-            inbox.append(work)
-            defer { wakeupPending = true }
-            return !wakeupPending
-        }
-        if signal { _ = ats_wakeup_signal(wakeup) }
-    }
+    /// Queues `work` to run on the loop; any thread.
+    func enqueue(_ work: @escaping @Sendable () -> Void) { preconditionFailure("LoopCore is abstract") }
 
-    func requestStop() {
-        let signal: Bool = inboxLock.withLock {
-            stopRequested = true
-            defer { wakeupPending = true }
-            return !wakeupPending
-        }
-        if signal { _ = ats_wakeup_signal(wakeup) }
-    }
+    /// Asks the loop to stop once it has no registrations and no timers left; any thread.
+    func requestStop() { preconditionFailure("LoopCore is abstract") }
 
-    // MARK: Registrations
-
+    /// Starts reports for `fd` (see the type's contract). `edgeTriggered` applies to the epoll
+    /// backend, which then watches both directions regardless of `interest`.
     func register(fd: Int32, interest: UInt32, edgeTriggered: Bool, watcher: any LoopWatcher) throws(IOError)
         -> LoopToken
     {
-        let token = allocate(watcher)
-        if ats_poll_add(poller, fd, interest, edgeTriggered ? 1 : 0, token.raw) != 0 {
-            let error = IOError.current("poll add")
-            release(token)
-            throw error
-        }
-        return token
+        preconditionFailure("LoopCore is abstract")
     }
 
-    func modify(fd: Int32, token: LoopToken, interest: UInt32, edgeTriggered: Bool) {
-        _ = ats_poll_modify(poller, fd, interest, edgeTriggered ? 1 : 0, token.raw)
+    /// Reports the watcher wants from now on (`ATS_POLL_IN`/`ATS_POLL_OUT` bits). No-op unless
+    /// `tracksInterest`.
+    func setInterest(_ token: LoopToken, interest: UInt32) {}
+
+    /// Forgets a registration and leaves `fd` open (the listener backing off).
+    func unregister(_ token: LoopToken, fd: Int32) { preconditionFailure("LoopCore is abstract") }
+
+    /// Forgets a registration and closes `fd` (now or once the backend lets go of it); `then`
+    /// runs on the loop afterwards, never within this call. The caller must not touch `fd` again.
+    func unregisterAndClose(_ token: LoopToken, fd: Int32, then: (() -> Void)?) {
+        preconditionFailure("LoopCore is abstract")
     }
+
+    // MARK: Shared bookkeeping
 
     /// Hands a registration to another watcher (a connector's socket becoming a connection).
-    func reassign(_ token: LoopToken, to watcher: any LoopWatcher) {
+    final func reassign(_ token: LoopToken, to watcher: any LoopWatcher) {
         precondition(generations[token.slot] == token.generation, "stale loop token")
         watchers[token.slot] = watcher
     }
 
-    /// Forgets a registration. `fd` is removed from the poller unless it is about to be closed
-    /// (closing removes it, and saves the syscall).
-    func unregister(_ token: LoopToken, fd: Int32, closing: Bool) {
-        if !closing { _ = ats_poll_remove(poller, fd) }
-        release(token)
+    /// The watcher `token` still names, or nil when it is stale.
+    @inline(__always)
+    final func watcher(slot: Int, generation: UInt32) -> (any LoopWatcher)? {
+        guard slot < watchers.count, generations[slot] == generation else { return nil }
+        return watchers[slot]
     }
 
-    private func allocate(_ watcher: any LoopWatcher) -> LoopToken {
+    final func allocate(_ watcher: any LoopWatcher) -> LoopToken {
+        liveRegistrations += 1
         if let slot = freeSlots.popLast() {
             watchers[slot] = watcher
             return LoopToken(slot: slot, generation: generations[slot])
@@ -240,56 +267,20 @@ final class LoopCore: @unchecked Sendable {
         return LoopToken(slot: watchers.count - 1, generation: 1)
     }
 
-    private func release(_ token: LoopToken) {
+    final func release(_ token: LoopToken) {
         guard generations[token.slot] == token.generation else { return }
+        liveRegistrations -= 1
         watchers[token.slot] = nil
         generations[token.slot] &+= 1
         if generations[token.slot] == 0 { generations[token.slot] = 1 }
         freeSlots.append(token.slot)
     }
 
-    // MARK: Running
-
-    private func run() {
-        while true {
-            runLocal()
-            let timeout: Int32
-            if !local.isEmpty {
-                timeout = 0
-            } else if let deadline = timers.earliestDeadline {
-                now = ats_monotonic_nanoseconds()
-                timeout = deadline <= now ? 0 : Int32(clamping: (deadline - now + 999_999) / 1_000_000)
-            } else {
-                timeout = -1
-            }
-            let count = events.withUnsafeMutableBufferPointer {
-                ats_poll_wait(poller, $0.baseAddress, Int32($0.count), timeout)
-            }
-            now = ats_monotonic_nanoseconds()
-            if count < 0 {
-                let code = errno
-                precondition(code == EINTR, "poll wait failed: \(IOError(call: "poll wait", errno: code))")
-                continue
-            }
-            for index in 0..<Int(count) {
-                let event = events[index]
-                if event.token == 0 {
-                    if drainInbox() { return shutDown() }
-                    continue
-                }
-                let slot = Int(truncatingIfNeeded: event.token & 0xFFFF_FFFF)
-                let generation = UInt32(truncatingIfNeeded: event.token >> 32)
-                guard slot < watchers.count, generations[slot] == generation, let watcher = watchers[slot] else {
-                    continue
-                }
-                watcher.loopEvent(event.events)
-            }
-            fireDueTimers()
-        }
-    }
+    /// True when nothing keeps the loop busy: no registrations and no armed timers.
+    final var isIdle: Bool { liveRegistrations == 0 && timers.isEmpty }
 
     /// Fires every timer whose deadline passed, one at a time (a handler may arm or cancel timers).
-    private func fireDueTimers() {
+    final func fireDueTimers() {
         while let first = timers.first, first.deadline <= now {
             timers.remove(first)
             first.fire(now: now)
@@ -298,7 +289,7 @@ final class LoopCore: @unchecked Sendable {
 
     /// Runs the tasks queued on the loop itself (and those they queue) until none are left, at most
     /// a few rounds so timers and sockets are not starved by a task that keeps re-queueing.
-    private func runLocal() {
+    final func runLocal() {
         var rounds = 0
         while !local.isEmpty && rounds < 16 {
             let batch = local
@@ -306,24 +297,6 @@ final class LoopCore: @unchecked Sendable {
             for work in batch { work() }
             rounds += 1
         }
-    }
-
-    /// Takes the cross-thread tasks and runs them. Returns true when the loop must stop.
-    private func drainInbox() -> Bool {
-        ats_wakeup_drain(wakeup)
-        let (tasks, stop) = inboxLock.withLock { () -> ([@Sendable () -> Void], Bool) in
-            let tasks = inbox
-            inbox = []
-            wakeupPending = false
-            return (tasks, stopRequested)
-        }
-        for work in tasks { work() }
-        return stop && watchers.dropFirst().allSatisfy { $0 == nil } && timers.isEmpty
-    }
-
-    private func shutDown() {
-        ats_wakeup_close(wakeup, poller)
-        _ = close(poller)
     }
 }
 
@@ -402,14 +375,20 @@ public final class EventLoopGroup: @unchecked Sendable {
     private let lock = NSLock()
     private var nextIndex = 0
 
-    /// Creates `loopCount` loops (default: one per online core). Also ignores `SIGPIPE` and tunes
-    /// the allocator (`IOSystem.tuneAllocator`).
-    public init(loopCount: Int = IOSystem.coreCount, readBufferSize: Int = 64 * 1024) {
+    /// Creates `loopCount` loops (default: one per online core) on `backend`. Also ignores
+    /// `SIGPIPE` and tunes the allocator (`IOSystem.tuneAllocator`).
+    public init(
+        loopCount: Int = IOSystem.coreCount, readBufferSize: Int = 64 * 1024,
+        backend: EventLoopBackend = .platformDefault
+    ) {
         precondition(loopCount > 0, "an event loop group needs at least one loop")
         IOSystem.ignoreSIGPIPE()
         IOSystem.tuneAllocator()
-        loops = (0..<loopCount).map { EventLoop(index: $0, readBufferSize: readBufferSize) }
+        loops = (0..<loopCount).map { EventLoop(index: $0, readBufferSize: readBufferSize, backend: backend) }
     }
+
+    /// The backend every loop of the group runs on.
+    public var backend: EventLoopBackend { loops[0].backend }
 
     /// The next loop in round-robin order.
     public func next() -> EventLoop {

@@ -56,8 +56,9 @@ extension TCPConnectionHandler {
     public func connectionDidDrain(_ connection: TCPConnection) {}
 }
 
-/// A connected, non-blocking TCP socket registered once with its loop's poller, edge-triggered
-/// for reading and writing.
+/// A connected, non-blocking TCP socket registered once with its loop: on the epoll backend
+/// edge-triggered for reading and writing; on the Dispatch backend with a read source that runs
+/// while reading is wanted and a write source that runs only while bytes wait for the socket.
 ///
 /// Contract:
 /// - Reading: every readiness report reads until the socket is drained (a short read), at most a
@@ -65,13 +66,17 @@ extension TCPConnectionHandler {
 ///   on the next turn). `pauseReading` stops delivering; readiness seen while paused is
 ///   remembered and served on `resumeReading`.
 /// - `write` tries the socket at once; what the kernel does not take is queued (small writes
-///   coalesce into one chunk) and flushed with `writev` when the poller reports the socket
-///   writable again. No re-arming: the registration never changes.
+///   coalesce into one chunk) and flushed with `writev` when the loop reports the socket
+///   writable again. The connection tells the loop which directions it waits for
+///   (`LoopCore.setInterest`: nothing to do on epoll, where the registration never changes).
 /// - Watermarks: crossing `highWatermark` reports "not writable", falling to `lowWatermark` reports
 ///   "writable" again. The queue is never bounded by the connection itself: callers honour the
 ///   signal (a relay pauses its other side).
-/// - `close()` drops queued bytes and closes the fd at once; `connectionDidClose` follows on the
-///   loop after the current handler returns.
+/// - `close()` drops queued bytes and closes the fd (at once on epoll; on Dispatch once the
+///   sources are cancelled); `connectionDidClose` follows on the loop after the fd is closed,
+///   never within the call.
+/// - With the Dispatch backend, a connection that neither reads (paused, EOF) nor has bytes to
+///   write hears nothing from the socket (an error surfaces on the next read or write).
 ///
 /// Threading: every method must be called on the loop's thread (checked in debug builds); the only
 /// exception is creating the connection, which the listener may do for another loop. That
@@ -213,8 +218,8 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         self.remoteAddress = remoteAddress ?? SocketAddress.of(fd: fd, peer: true)
     }
 
-    /// Takes over a connecting socket's poller registration (the connector's), which already
-    /// watches input and output edge-triggered. Call on the loop.
+    /// Takes over a connecting socket's loop registration (the connector's); `start()` then sets
+    /// the interest a connection needs. Call on the loop.
     init(connected fd: Int32, remoteAddress: SocketAddress?, loop: EventLoop, token: LoopToken) {
         self.loop = loop
         self.fileDescriptor = fd
@@ -248,14 +253,14 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
             if token == nil {
                 do {
                     token = try loop.core.register(
-                        fd: fileDescriptor, interest: UInt32(ATS_POLL_IN | ATS_POLL_OUT), edgeTriggered: true,
-                        watcher: self)
+                        fd: fileDescriptor, interest: wantedInterest, edgeTriggered: true, watcher: self)
                 } catch {
                     fail(error)
                     return
                 }
             } else {
                 // An adopted registration's first edges went to the connector: look for ourselves.
+                updateInterest()
                 readReady = true
                 scheduleRead()
             }
@@ -292,6 +297,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
             }
         }
         enqueue(remaining)
+        if awaitingWritable { updateInterest() }
         updateWatermarkAfterEnqueue()
     }
 
@@ -310,7 +316,9 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
     public func pauseReading() {
         loop.assertInLoop()
         switch input {
-        case .reading: input = .paused
+        case .reading:
+            input = .paused
+            updateInterest()
         case .paused, .eof: return
         }
     }
@@ -321,6 +329,10 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         switch input {
         case .paused:
             input = .reading
+            updateInterest()
+            // Dispatch: a read source first started after the peer hung up never fires (libdispatch
+            // has dropped the fd), so look once instead of trusting it; a spare read costs EAGAIN.
+            if loop.core.tracksInterest { readReady = true }
             if lifecycle == .open && readReady { scheduleRead() }
         case .reading, .eof:
             return
@@ -446,6 +458,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
 
     private func receivedEOF() {
         input = .eof
+        updateInterest()
         storedHandler?.connectionDidReadEOF(self)
         guard lifecycle == .open else { return }
         if output == .shutdown { terminate(.finished) }
@@ -485,12 +498,14 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
             if n < 0 && code == EINTR { continue }
             if n < 0 && (code == EAGAIN || code == EWOULDBLOCK) {
                 awaitingWritable = true
+                updateInterest()
                 reportWritableIfBelowLow()
                 return
             }
             fail(IOError(call: "write", errno: n < 0 ? code : EIO))
             return
         }
+        if hadQueued { updateInterest() }
         if output == .shutdownPending {
             if closeWhenDrained {
                 terminate(.local)
@@ -562,13 +577,31 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         if input == .eof { terminate(.finished) }
     }
 
+    // MARK: Loop interest
+
+    /// The reports this connection waits for: input while reading, output while bytes wait.
+    private var wantedInterest: UInt32 {
+        var interest: UInt32 = 0
+        if input == .reading { interest |= UInt32(ATS_POLL_IN) }
+        if awaitingWritable || !writeQueue.isEmpty { interest |= UInt32(ATS_POLL_OUT) }
+        return interest
+    }
+
+    /// Tells the loop what this connection waits for (Dispatch backend only; the epoll
+    /// registration already reports both directions, edge-triggered).
+    @inline(__always)
+    private func updateInterest() {
+        guard loop.core.tracksInterest, lifecycle == .open, let token else { return }
+        loop.core.setInterest(token, interest: wantedInterest)
+    }
+
     // MARK: Closing
 
     private func fail(_ error: IOError) {
         terminate(error.isReset ? .reset : .error(error))
     }
 
-    /// Closes the fd now (leaving the poller with it) and tells the handler on the next turn.
+    /// Closes the fd (now, or once the loop lets go of it) and then tells the handler.
     private func terminate(_ reason: TCPCloseReason) {
         switch lifecycle {
         case .idle, .open:
@@ -582,11 +615,12 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         headOffset = 0
         queuedBytes = 0
         if let token {
-            loop.core.unregister(token, fd: fileDescriptor, closing: true)
             self.token = nil
+            loop.core.unregisterAndClose(token, fd: fileDescriptor) { [self] in deliverClose(reason) }
+        } else {
+            sysClose(fileDescriptor)
+            loop.runSoon { [self] in deliverClose(reason) }
         }
-        sysClose(fileDescriptor)
-        loop.runSoon { [self] in deliverClose(reason) }
     }
 
     private func deliverClose(_ reason: TCPCloseReason) {

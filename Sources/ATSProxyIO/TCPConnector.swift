@@ -13,8 +13,9 @@ import COpenSSLShims
 /// `TCPConnection` (set its handler in the completion; it is started right after) or a
 /// `ConnectError`, unless `cancel()` ran first, in which case it never runs. When every address
 /// fails, the last address's error is reported. Each in-progress socket is registered with the
-/// loop's poller the way a connection is (input and output, edge-triggered); on success the
-/// registration passes to the `TCPConnection` as it is, so connecting costs one `epoll_ctl`.
+/// loop the way a connection is, waiting for writability (on epoll: input and output,
+/// edge-triggered; on Dispatch: the write source only); on success the registration passes to the
+/// `TCPConnection` as it is, so connecting costs one `epoll_ctl` on epoll.
 ///
 /// Threading: create and cancel on the loop. All state is loop-confined (the invariant behind
 /// `@unchecked Sendable`); the poller registration and the timer retain the connector until it
@@ -141,7 +142,7 @@ public final class TCPConnector: @unchecked Sendable, LoopWatcher {
         // which keeps one code path and lets SO_ERROR tell the outcome.
         do {
             let token = try loop.core.register(
-                fd: fd, interest: UInt32(ATS_POLL_IN | ATS_POLL_OUT), edgeTriggered: true, watcher: self)
+                fd: fd, interest: UInt32(ATS_POLL_OUT), edgeTriggered: true, watcher: self)
             state = .connecting(index: index, fd: fd, token: token)
         } catch {
             sysClose(fd)
@@ -171,8 +172,7 @@ public final class TCPConnector: @unchecked Sendable, LoopWatcher {
     private func abandonCurrentAttempt() {
         guard case .connecting(_, let fd, let token) = state else { return }
         state = .resolving
-        loop.core.unregister(token, fd: fd, closing: true)
-        sysClose(fd)
+        loop.core.unregisterAndClose(token, fd: fd, then: nil)
     }
 
     private func timedOut() {

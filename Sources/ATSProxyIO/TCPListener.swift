@@ -16,7 +16,7 @@ import Logging
 /// - `init` binds and listens (IPv4 or IPv6; port 0 picks a free port, see `boundAddress`) but
 ///   accepts nothing until `start()`.
 /// - Each readable report accepts until `EAGAIN` (at most 64 per turn; the registration is
-///   level-triggered, so the rest is reported again). A client outside the allow-list (only
+///   level-triggered, or a Dispatch read source, so the rest is reported again). A client outside the allow-list (only
 ///   enforced when bound to a non-loopback address) is closed at once and reported to
 ///   `onRefusedClient`. Beyond `maxConnections` live connections the socket is handed to
 ///   `onOverLimit` (on its loop; the caller answers 503 and closes it) or closed when there is no
@@ -160,15 +160,15 @@ public final class TCPListener: @unchecked Sendable, LoopWatcher {
         acceptLoop.execute { [self] in
             switch state {
             case .accepting(let token):
-                acceptLoop.core.unregister(token, fd: fd, closing: true)
-                sysClose(fd)
+                state = .stopped
+                acceptLoop.core.unregisterAndClose(token, fd: fd) { completion?() }
             case .bound, .backingOff:
+                state = .stopped
                 sysClose(fd)
+                completion?()
             case .stopped:
-                break
+                completion?()
             }
-            state = .stopped
-            completion?()
         }
     }
 
@@ -258,7 +258,7 @@ public final class TCPListener: @unchecked Sendable, LoopWatcher {
     /// socket (the registration is level-triggered).
     private func backOff(_ error: IOError) {
         logger.warning("accept paused for 100 ms", metadata: ["error": "\(error)"])
-        if case .accepting(let token) = state { acceptLoop.core.unregister(token, fd: fd, closing: false) }
+        if case .accepting(let token) = state { acceptLoop.core.unregister(token, fd: fd) }
         state = .backingOff
         _ = LoopTimer.oneShot(on: acceptLoop, after: .milliseconds(100)) { [self] in
             switch state {

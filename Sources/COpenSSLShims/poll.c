@@ -2,6 +2,7 @@
 #include "ATSPollShims.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -194,4 +195,19 @@ uint64_t ats_monotonic_nanoseconds(void) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+void ats_set_current_thread_name(const char *name) {
+#if defined(__APPLE__)
+    pthread_setname_np(name);
+#else
+    char truncated[16];
+    size_t length = 0;
+    while (name[length] != 0 && length < sizeof truncated - 1) {
+        truncated[length] = name[length];
+        length++;
+    }
+    truncated[length] = 0;
+    pthread_setname_np(pthread_self(), truncated);
+#endif
 }

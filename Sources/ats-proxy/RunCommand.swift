@@ -85,6 +85,15 @@ struct ProxyOptions: ParsableArguments {
     @Option(name: .long, help: "Event loops (default: one per core).")
     var loops: Int?
 
+    @Option(
+        name: .customLong("event-loop"),
+        help: ArgumentHelp(
+            "Event loop backend: epoll (a poller thread per loop; kqueue on Darwin) or dispatch (Dispatch sources on a serial queue per loop).",
+            discussion:
+                "Default: \(EventLoopBackend.platformDefault). On Linux epoll costs about half as much CPU per event."
+        ))
+    var eventLoop: EventLoopBackend = .platformDefault
+
     @Option(name: .long, help: "Write report.json, report.html and junit.xml here at exit and on SIGUSR1.")
     var report: String?
 
@@ -175,7 +184,7 @@ struct ProxyOptions: ParsableArguments {
             }
             configuration.allowList = list
         }
-        let group = EventLoopGroup(loopCount: loops ?? IOSystem.coreCount)
+        let group = EventLoopGroup(loopCount: loops ?? IOSystem.coreCount, backend: eventLoop)
         let server = ProxyServer(
             services: services, configuration: configuration, group: group,
             resolver: Resolver(overrides: resolverOverrides), log: log)
@@ -252,6 +261,7 @@ struct ProxyOptions: ParsableArguments {
         lines.append(
             "  platform \(snapshot.evaluator.options.platform), mode \(mode.rawValue), cleartext \(cleartext.rawValue)")
         for address in bound { lines.append("  listening on \(address)") }
+        lines.append("  event loops: \(loops ?? IOSystem.coreCount) (\(eventLoop))")
         lines.append("  CA certificate: \(caPath)")
         let details = CertificateDetails(authorityCertificate)
         let daysLeft = Int(details.notAfter.timeIntervalSinceNow / 86400)
@@ -326,6 +336,7 @@ struct ProxyOptions: ParsableArguments {
 }
 
 extension EnforcementMode: ExpressibleByArgument {}
+extension EventLoopBackend: ExpressibleByArgument {}
 extension CleartextHandling: ExpressibleByArgument {}
 extension ProxyLogSink.Format: ExpressibleByArgument {}
 

@@ -56,4 +56,8 @@ int ats_tune_allocator(int bytes);
 
 /** CLOCK_MONOTONIC in nanoseconds. */
 uint64_t ats_monotonic_nanoseconds(void);
+
+/** Names the calling thread (as seen in top, perf and /proc/PID/task/N/comm; Linux keeps the first
+    15 bytes). pthread_setname_np needs _GNU_SOURCE, which Swift's Glibc module lacks. */
+void ats_set_current_thread_name(const char *name);
 #endif

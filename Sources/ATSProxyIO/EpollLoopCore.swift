@@ -1,0 +1,175 @@
+import COpenSSLShims
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The `epoll` backend: a dedicated thread waits in the kernel poller (epoll on Linux, kqueue on
+/// Darwin), reports ready registrations to their watchers, fires due timers and runs queued tasks.
+///
+/// Registrations: edge-triggered ones watch input and output for the fd's whole life (so
+/// `setInterest` is never needed: `tracksInterest` is false); level-triggered ones (the listener)
+/// watch what `register` asked for. Closing an fd removes it from the poller, so
+/// `unregisterAndClose` saves the `epoll_ctl`.
+///
+/// Threading: `enqueue` and `requestStop` may be called from any thread (the inbox is behind
+/// `inboxLock`, and an eventfd wakes the poller); everything else runs on the loop thread. The
+/// thread exits once a stop was requested and no registration or timer is left.
+final class EpollLoopCore: LoopCore, @unchecked Sendable {
+    let poller: Int32
+    private let wakeup: Int32
+    private var thread: pthread_t?
+    private let started = DispatchSemaphore(value: 0)
+
+    // Cross-thread inbox.
+    private let inboxLock = NSLock()
+    private var inbox: [@Sendable () -> Void] = []
+    private var wakeupPending = false
+    private var stopRequested = false
+
+    private var events = [ats_poll_event](repeating: ats_poll_event(), count: 256)
+
+    init(name: String) {
+        poller = ats_poll_create()
+        precondition(poller >= 0, "cannot create the poller: \(IOError.current("poll create"))")
+        wakeup = ats_wakeup_create(poller, 0)
+        precondition(wakeup >= 0, "cannot create the loop wakeup: \(IOError.current("wakeup create"))")
+        super.init(backend: .epoll, tracksInterest: false)
+        let start = ThreadStart(core: self, name: name)
+        let thread = Thread { start.run() }
+        thread.name = name
+        thread.start()
+        started.wait()
+    }
+
+    /// The thread's entry: the only strong reference to the core for the thread's life.
+    private final class ThreadStart: @unchecked Sendable {
+        let core: EpollLoopCore
+        let name: String
+        init(core: EpollLoopCore, name: String) {
+            self.core = core
+            self.name = name
+        }
+        func run() {
+            // `Thread.name` does not reach the OS thread on Linux; name it for top, perf and /proc.
+            ats_set_current_thread_name(name)
+            core.thread = pthread_self()
+            core.started.signal()
+            core.run()
+        }
+    }
+
+    override var isCurrentThread: Bool {
+        guard let thread else { return false }
+        return pthread_equal(thread, pthread_self()) != 0
+    }
+
+    override func enqueue(_ work: @escaping @Sendable () -> Void) {
+        if isCurrentThread {
+            local.append(work)
+            return
+        }
+        let signal: Bool = inboxLock.withLock {
+            inbox.append(work)
+            defer { wakeupPending = true }
+            return !wakeupPending
+        }
+        if signal { _ = ats_wakeup_signal(wakeup) }
+    }
+
+    override func requestStop() {
+        let signal: Bool = inboxLock.withLock {
+            stopRequested = true
+            defer { wakeupPending = true }
+            return !wakeupPending
+        }
+        if signal { _ = ats_wakeup_signal(wakeup) }
+    }
+
+    // MARK: Registrations
+
+    override func register(fd: Int32, interest: UInt32, edgeTriggered: Bool, watcher: any LoopWatcher)
+        throws(IOError) -> LoopToken
+    {
+        let token = allocate(watcher)
+        let bits = edgeTriggered ? UInt32(ATS_POLL_IN | ATS_POLL_OUT) : interest
+        if ats_poll_add(poller, fd, bits, edgeTriggered ? 1 : 0, token.raw) != 0 {
+            let error = IOError.current("poll add")
+            release(token)
+            throw error
+        }
+        return token
+    }
+
+    override func unregister(_ token: LoopToken, fd: Int32) {
+        _ = ats_poll_remove(poller, fd)
+        release(token)
+    }
+
+    override func unregisterAndClose(_ token: LoopToken, fd: Int32, then: (() -> Void)?) {
+        release(token)
+        sysClose(fd)
+        if let then { local.append(then) }
+    }
+
+    // MARK: Running
+
+    private func run() {
+        while true {
+            runLocal()
+            let timeout: Int32
+            if !local.isEmpty {
+                timeout = 0
+            } else if let deadline = timers.earliestDeadline {
+                now = ats_monotonic_nanoseconds()
+                timeout = deadline <= now ? 0 : Int32(clamping: (deadline - now + 999_999) / 1_000_000)
+            } else {
+                timeout = -1
+            }
+            let count = events.withUnsafeMutableBufferPointer {
+                ats_poll_wait(poller, $0.baseAddress, Int32($0.count), timeout)
+            }
+            now = ats_monotonic_nanoseconds()
+            if count < 0 {
+                let code = errno
+                precondition(code == EINTR, "poll wait failed: \(IOError(call: "poll wait", errno: code))")
+                continue
+            }
+            for index in 0..<Int(count) {
+                let event = events[index]
+                if event.token == 0 {
+                    if drainInbox() { return shutDown() }
+                    continue
+                }
+                let slot = Int(truncatingIfNeeded: event.token & 0xFFFF_FFFF)
+                let generation = UInt32(truncatingIfNeeded: event.token >> 32)
+                guard let watcher = watcher(slot: slot, generation: generation) else { continue }
+                reportsDelivered &+= 1
+                watcher.loopEvent(event.events)
+            }
+            fireDueTimers()
+        }
+    }
+
+    /// Takes the cross-thread tasks and runs them. Returns true when the loop must stop.
+    private func drainInbox() -> Bool {
+        ats_wakeup_drain(wakeup)
+        let (tasks, stop) = inboxLock.withLock { () -> ([@Sendable () -> Void], Bool) in
+            let tasks = inbox
+            inbox = []
+            wakeupPending = false
+            return (tasks, stopRequested)
+        }
+        for work in tasks { work() }
+        return stop && isIdle
+    }
+
+    private func shutDown() {
+        ats_wakeup_close(wakeup, poller)
+        _ = close(poller)
+    }
+}
