@@ -125,6 +125,9 @@ public struct ProxySession {
     var upstreamIdle = false
     var clientReadsPaused = false
     var headerTimerRunning = false
+    /// The idle connection's upstream went back to the pool after `upstreamLinger`: the idle timer runs on
+    /// for the rest of `idleTimeout`.
+    var lingerReleased = false
     /// Set by `drain`: close as soon as the current exchange ends.
     var draining = false
     var commands: [ProxyCommand] = []
@@ -1284,6 +1287,14 @@ public struct ProxySession {
             }
             return
         }
+        if case .http = phase, parser.isIdle, !lingerReleased, holdsIdleUpstream,
+            services.settings.upstreamLinger > 0, services.settings.upstreamLinger < services.settings.idleTimeout
+        {
+            // Idle past the linger: the upstream goes back to the pool; the next request takes one from it.
+            releaseOrCloseUpstream()
+            lingerReleased = true
+            return
+        }
         if case .http = phase, !parser.isIdle {
             answerLocally(
                 status: 408, reason: "Request Timeout", body: "ats-proxy: request head not received in time\n",
@@ -1301,10 +1312,11 @@ public struct ProxySession {
         case .http, .clientHandshake, .passthroughProbe, .passthroughConnecting:
             if exchange != nil {
                 headerTimerRunning = false
+                lingerReleased = false
                 commands.append(.armTimer(seconds: services.settings.exchangeTimeout))
             } else if parser.isIdle {
                 headerTimerRunning = false
-                commands.append(.armTimer(seconds: services.settings.idleTimeout))
+                commands.append(.armTimer(seconds: idleTimerSeconds))
             } else if !headerTimerRunning {
                 headerTimerRunning = true
                 commands.append(.armTimer(seconds: services.settings.headerTimeout))
@@ -1328,6 +1340,25 @@ public struct ProxySession {
             clientReadsPaused = wantsPause
             commands.append(wantsPause ? .pauseClientReads : .resumeClientReads)
         }
+    }
+
+    /// The idle timer of a connection between requests: first `upstreamLinger` while it holds an idle upstream
+    /// (the timer then hands the upstream back to the pool), then the rest of `idleTimeout`.
+    private var idleTimerSeconds: Double {
+        let idle = services.settings.idleTimeout
+        let linger = services.settings.upstreamLinger
+        guard linger > 0, linger < idle else { return idle }
+        if lingerReleased { return idle - linger }
+        return holdsIdleUpstream ? linger : idle
+    }
+
+    /// Between requests with an idle upstream connection of its own that the pool could take back.
+    private var holdsIdleUpstream: Bool {
+        guard !isStreamSession, exchange == nil, upstreamIdle, upstreamShareable, pendingUpstream.isEmpty else {
+            return false
+        }
+        guard case .http = phase, case .ready = upstream else { return false }
+        return true
     }
 
     /// The upstream is opening (TCP or TLS): client bytes would only pile up in memory.
