@@ -52,8 +52,10 @@ public struct ProxySession {
         case probe
     }
 
-    /// One request/response exchange.
-    struct Exchange {
+    /// One request/response exchange. A class, so the session mutates the one it holds in place: a struct of
+    /// this size was copied (and its parser's buffer retained twice, then copied on write) on every event.
+    /// Owned by the session that created it; never shared with another session.
+    final class Exchange {
         let number: Int
         let start: Date
         let method: String
@@ -91,6 +93,25 @@ public struct ProxySession {
         var requestHasBody = false
         /// The requirements the upstream is judged against (nil for cleartext).
         var requirements: TLSRequirements?
+
+        init(
+            number: Int, start: Date, method: String, url: String, target: RequestTarget, decision: ATSDecision,
+            source: RequestSource, requestHeaders: HTTP1Headers, kind: ExchangeKind, clientKeepAlive: Bool,
+            requestWriter: HTTP1BodyWriter, rule: String
+        ) {
+            self.number = number
+            self.start = start
+            self.method = method
+            self.url = url
+            self.target = target
+            self.decision = decision
+            self.source = source
+            self.requestHeaders = requestHeaders
+            self.kind = kind
+            self.clientKeepAlive = clientKeepAlive
+            self.requestWriter = requestWriter
+            self.rule = rule
+        }
     }
 
     public let services: ProxyServices
@@ -98,6 +119,8 @@ public struct ProxySession {
     /// N of `Connection N:` in console lines.
     public let connectionNumber: Int
     var taskUUID = UUID()
+    /// `<UUID>>.<` of every task ID of this connection, formatted once (uuidString formats with vfprintf).
+    private(set) var taskIDPrefix: String
     /// Set for the per-stream sessions of an HTTP/2 client (`HTTP2Frontend`): requests arrive parsed, already
     /// inside the intercepted tunnel, and what the session writes to the client is re-framed as HTTP/2.
     var isStreamSession = false
@@ -137,6 +160,7 @@ public struct ProxySession {
         self.services = services
         self.clientAddress = clientAddress
         self.connectionNumber = connectionNumber
+        taskIDPrefix = taskUUID.uuidString + ">.<"
     }
 
     /// Commands to run right after the connection is accepted (arms the idle timer).
@@ -149,6 +173,7 @@ public struct ProxySession {
         self.init(
             services: parent.services, clientAddress: parent.clientAddress, connectionNumber: parent.connectionNumber)
         taskUUID = parent.taskUUID
+        taskIDPrefix = parent.taskIDPrefix
         tunnel = parent.tunnel
         isStreamSession = true
         clientProtocol = "h2"
@@ -378,7 +403,7 @@ public struct ProxySession {
         }
         let source = requestSource(head)
         let decision = services.policy.snapshot.decide(target, source: source)
-        var exchange = Exchange(
+        let exchange = Exchange(
             number: requestCount, start: now, method: head.method, url: url, target: target, decision: decision,
             source: source, requestHeaders: head.headers, kind: .forward, clientKeepAlive: clientKeepAlive,
             requestWriter: HTTP1BodyWriter(framing: framing), rule: decision.ruleSummary)
@@ -450,7 +475,7 @@ public struct ProxySession {
             return
         }
         let decision = services.policy.snapshot.decide(target, source: original.source)
-        var exchange = Exchange(
+        let exchange = Exchange(
             number: original.number, start: original.start, method: original.method, url: url, target: target,
             decision: decision, source: original.source, requestHeaders: original.requestHeaders, kind: .forward,
             clientKeepAlive: original.clientKeepAlive, requestWriter: original.requestWriter,
@@ -467,7 +492,6 @@ public struct ProxySession {
     private mutating func startForward(
         _ exchange: Exchange, head: HTTP1RequestHead, host: String, port: Int, requirements: TLSRequirements?
     ) {
-        var exchange = exchange
         exchange.requirements = requirements
         if let requirements, !requirements.isSatisfiable, services.settings.mode == .enforce {
             self.exchange = exchange
@@ -535,7 +559,7 @@ public struct ProxySession {
     }
 
     private mutating func requestBody(_ slice: ArraySlice<UInt8>) {
-        guard var exchange else { return }
+        guard let exchange else { return }
         exchange.bytesFromClient += slice.count
         switch exchange.kind {
         case .local, .probe:
@@ -558,7 +582,7 @@ public struct ProxySession {
     }
 
     private mutating func requestEnd(trailers: HTTP1Headers?) {
-        guard var exchange else {
+        guard let exchange else {
             // A CONNECT's messageEnd, or the end of a message answered locally without exchange.
             resumeParserIfIdle()
             return
@@ -571,8 +595,7 @@ public struct ProxySession {
             self.exchange = exchange
             if !framed.isEmpty {
                 sendToUpstream(framed)
-                guard let updated = self.exchange else { return }
-                exchange = updated
+                guard self.exchange != nil else { return }
             }
         }
         if trailers != nil { return }
@@ -620,7 +643,7 @@ public struct ProxySession {
             services.settings.isPassthroughHost(host)
             || (services.settings.passthroughPinnedDomains && decision.requirements.pins != nil)
         if passthrough {
-            var exchange = Exchange(
+            let exchange = Exchange(
                 number: requestCount + 1, start: now, method: "CONNECT", url: url, target: target, decision: decision,
                 source: source, requestHeaders: head.headers, kind: .probe, clientKeepAlive: false,
                 requestWriter: HTTP1BodyWriter(framing: .none),
@@ -808,7 +831,7 @@ public struct ProxySession {
             sendToClient(bytes)
             return
         }
-        guard var exchange else { return }
+        guard let exchange else { return }
         exchange.bytesToClient += 0
         let events = exchange.responseParser.feed(bytes)
         self.exchange = exchange
@@ -818,7 +841,7 @@ public struct ProxySession {
     private mutating func processResponse(_ events: [HTTP1Event]) {
         var pending = events[...]
         while let event = pending.popFirst() {
-            guard var exchange else { return }
+            guard let exchange else { return }
             switch event {
             case .response(let head, let framing):
                 if head.isInterim {
@@ -890,8 +913,7 @@ public struct ProxySession {
                     exchange.responseWriter = nil
                     self.exchange = exchange
                     sendToClient(framed)
-                    guard let updated = self.exchange else { return }
-                    exchange = updated
+                    guard self.exchange != nil else { return }
                 }
                 exchange.responseDone = true
                 self.exchange = exchange
@@ -944,7 +966,7 @@ public struct ProxySession {
             commands.append(.closeUpstream)
         }
         upstream = .none
-        guard var exchange, exchange.kind == .forward else { return }
+        guard let exchange, exchange.kind == .forward else { return }
         if exchange.responseStarted {
             let events = exchange.responseParser.inputClosed()
             exchange.upstreamKeepAlive = false
@@ -966,7 +988,7 @@ public struct ProxySession {
 
     private mutating func finishPassthroughSetup() {
         commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
-        if var exchange {
+        if let exchange {
             exchange.responseStatus = 200
             exchange.responseDone = true
             self.exchange = exchange
@@ -985,7 +1007,7 @@ public struct ProxySession {
 
     /// Answers the current exchange with the verdict's 502/504 and the X-ATS-* headers.
     private mutating func failExchange(verdict: UpstreamVerdict) {
-        guard var exchange else { return close() }
+        guard let exchange else { return close() }
         let platform = services.policy.snapshot.evaluator.options.platform
         let context = consoleContext()
         exchange.result = .failed
@@ -1016,7 +1038,7 @@ public struct ProxySession {
     /// Answers the current exchange with 502 and -1011 (NSURLErrorBadServerResponse): the origin
     /// answered, but not with HTTP the client could use.
     private mutating func failWithBadResponse(_ reason: String) {
-        guard var exchange else { return close() }
+        guard let exchange else { return close() }
         let code = NSURLErrorCode.badServerResponse
         let platform = services.policy.snapshot.evaluator.options.platform
         var context = consoleContext()
@@ -1042,7 +1064,7 @@ public struct ProxySession {
 
     /// Sends a locally generated response for the current exchange and finishes it.
     private mutating func respondLocally(_ response: ATSErrorResponse) {
-        guard var exchange else { return }
+        guard let exchange else { return }
         if exchange.responseStarted {
             closeUpstreamAndClient()
             return
@@ -1142,7 +1164,7 @@ public struct ProxySession {
         if case .h2 = phase, let h2 {
             apply(h2.clientGone(now: now))
         }
-        if var exchange, !exchange.responseDone {
+        if let exchange, !exchange.responseDone {
             exchange.result = .failed
             exchange.rule = "the client closed the connection before the response was complete"
             self.exchange = exchange
@@ -1172,7 +1194,7 @@ public struct ProxySession {
         guard let exchange else { return }
         let redirectNote = ""
         let record = RequestRecord(
-            time: exchange.start, clientAddress: clientAddress, taskID: "\(taskUUID.uuidString)>.<\(exchange.number)",
+            time: exchange.start, clientAddress: clientAddress, taskID: taskIDPrefix + String(exchange.number),
             method: exchange.method, url: exchange.url, host: exchange.target.host, httpProtocol: clientProtocol,
             source: exchange.source,
             result: exchange.result, atsRequired: exchange.decision.atsRequired,
@@ -1189,7 +1211,7 @@ public struct ProxySession {
     private mutating func logClientHandshakeFailure(_ failure: TLSFailure) {
         guard let tunnel else { return }
         let record = RequestRecord(
-            time: now, clientAddress: clientAddress, taskID: "\(taskUUID.uuidString)>.<\(requestCount)",
+            time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount),
             method: "CONNECT",
             url: "https://\(tunnel.host):\(tunnel.port)/", host: tunnel.host, httpProtocol: "http/1.1",
             source: .urlsession,
@@ -1239,7 +1261,7 @@ public struct ProxySession {
     /// The origin broke off mid-response (reset, garbage, or a close the framing does not allow): the
     /// request is logged as failed with -1005 and the client connection (or HTTP/2 stream) is ended.
     private mutating func closeUpstreamAndClient() {
-        if var exchange, !exchange.responseDone {
+        if let exchange, !exchange.responseDone {
             exchange.result = .failed
             exchange.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
             exchange.rule = "the connection to the origin was lost before the response was complete"
