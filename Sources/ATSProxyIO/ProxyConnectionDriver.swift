@@ -110,14 +110,15 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
     }
 
     private func execute(_ commands: [ProxyCommand]) {
-        // Consecutive writes to the same side are coalesced into one socket write.
+        // Consecutive writes to the same side are coalesced into one socket write. A lone write (the
+        // common case) goes out as the command's own array, without being copied into a buffer.
         var clientBuffer: [UInt8] = []
         var upstreamBuffer: [UInt8] = []
         var upstreamLane: Int32 = 0
         func flush() {
             if !clientBuffer.isEmpty {
                 client.write(clientBuffer)
-                clientBuffer.removeAll(keepingCapacity: true)
+                clientBuffer = []
             }
             if !upstreamBuffer.isEmpty {
                 if let lane = lanes[upstreamLane] {
@@ -127,18 +128,18 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
                         lane.upstream?.write(upstreamBuffer)
                     }
                 }
-                upstreamBuffer.removeAll(keepingCapacity: true)
+                upstreamBuffer = []
             }
         }
         func perform(_ command: ProxyCommand, lane id: Int32) {
             switch command {
             case .writeToClient(let bytes):
                 if !upstreamBuffer.isEmpty { flush() }
-                clientBuffer += bytes
+                if clientBuffer.isEmpty { clientBuffer = bytes } else { clientBuffer += bytes }
             case .writeToUpstream(let bytes):
                 if !clientBuffer.isEmpty || (!upstreamBuffer.isEmpty && upstreamLane != id) { flush() }
                 upstreamLane = id
-                upstreamBuffer += bytes
+                if upstreamBuffer.isEmpty { upstreamBuffer = bytes } else { upstreamBuffer += bytes }
             case .closeClient:
                 flush()
                 if id == 0 {

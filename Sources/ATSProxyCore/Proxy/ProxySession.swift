@@ -516,10 +516,13 @@ public struct ProxySession {
         var bytes: [UInt8] = []
         HTTP1Serializer.writeRequestHead(upstreamHead, into: &bytes)
         exchange.responseParser.requestSent(method: head.method)
-        if case .ready(let current, _) = upstream, current == key { exchange.tls = upstreamFacts }
+        // One key comparison per request: it compares the TLS requirements (cipher lists and all).
+        var sameUpstream = false
+        if case .ready(let current, _) = upstream, current == key { sameUpstream = true }
+        if sameUpstream { exchange.tls = upstreamFacts }
         self.exchange = exchange
         switch upstream {
-        case .ready(let current, _) where current == key:
+        case .ready where sameUpstream:
             upstreamIdle = false
         case .none:
             pendingUpstream = []
@@ -1398,7 +1401,8 @@ public struct ProxySession {
         if let tls = clientTLS {
             var offset = 0
             while offset < plain.count {
-                let written = tls.write(Array(plain[offset...]))
+                // The engine takes everything once established: the first write passes the array itself.
+                let written = offset == 0 ? tls.write(plain) : tls.write(Array(plain[offset...]))
                 if written <= 0 { break }
                 offset += written
             }
@@ -1415,7 +1419,7 @@ public struct ProxySession {
             if let tls {
                 var offset = 0
                 while offset < plain.count {
-                    let written = tls.write(Array(plain[offset...]))
+                    let written = offset == 0 ? tls.write(plain) : tls.write(Array(plain[offset...]))
                     if written <= 0 { break }
                     offset += written
                 }
