@@ -61,7 +61,7 @@ public struct RequestTarget: Sendable, Hashable, Codable, CustomStringConvertibl
         self.scheme = scheme
         self.host = host.lowercased()
         self.port = port ?? scheme.defaultPort
-        let hostPart = self.host.contains(":") ? "[\(self.host)]" : self.host
+        let hostPart = self.host.utf8.contains(UInt8(ascii: ":")) ? "[\(self.host)]" : self.host
         self.url = url ?? "\(scheme.rawValue)://\(hostPart)\(port.map { ":\($0)" } ?? "")/"
     }
 

@@ -110,7 +110,8 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
     }
 
     private func execute(_ commands: [ProxyCommand]) {
-        // Consecutive writes to the same side are coalesced into one socket write.
+        // Consecutive writes to the same side are coalesced into one socket write. A lone write (the
+        // common case) goes out as the command's own array, without being copied into a buffer.
         var clientBuffer: [UInt8] = []
         var upstreamBuffer: [UInt8] = []
         var upstreamLane: Int32 = 0

@@ -26,7 +26,10 @@ final class UpstreamPool: @unchecked Sendable {
         case channel(UpstreamLinkDriver, UpstreamH2Link.ChannelID, UpstreamLease)
     }
 
-    static let maximumParkedPerKey = 32
+    /// Idle HTTP/1.1 connections kept per key (like URLSession's per-host limit): parking one more closes
+    /// the oldest. Enough for the clients of one loop that are busy at once; idle clients hand theirs back
+    /// after `ProxySettings.upstreamLinger`, so the excess would otherwise only sit in memory.
+    static let maximumParkedPerKey = 16
     static let maximumParked = 1024
 
     let loop: EventLoop
@@ -57,12 +60,21 @@ final class UpstreamPool: @unchecked Sendable {
         return nil
     }
 
-    /// Parks an idle HTTP/1.1 connection for later clients, or closes it when the pool is full.
+    /// Parks an idle HTTP/1.1 connection for later clients (closing the key's oldest parked one when the key
+    /// is at `maximumParkedPerKey`), or closes it when it cannot be kept.
     func park(_ connection: TCPConnection, lease: UpstreamLease) {
         loop.assertInLoop()
-        guard !shuttingDown, idleTime > .zero, lease.shareable, connection.isOpen, parkedCount < Self.maximumParked,
-            (parked[lease.key]?.count ?? 0) < Self.maximumParkedPerKey
-        else {
+        guard !shuttingDown, idleTime > .zero, lease.shareable, connection.isOpen else {
+            connection.close()
+            return
+        }
+        if var waiting = parked[lease.key], waiting.count >= Self.maximumParkedPerKey {
+            let oldest = waiting.removeFirst()
+            parked[lease.key] = waiting
+            parkedCount -= 1
+            oldest.detach()?.close()
+        }
+        guard parkedCount < Self.maximumParked else {
             connection.close()
             return
         }

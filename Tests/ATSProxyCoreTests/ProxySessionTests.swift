@@ -240,6 +240,50 @@ import Testing
         #expect(Self.closesClient(fired))
     }
 
+    @Test func anIdleClientHandsItsUpstreamBackToThePoolAfterTheLinger() throws {
+        let harness = try Harness()
+        _ = harness.send("GET http://localhost:9000/1 HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        _ = harness.send(.upstreamConnected)
+        let answered = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na".utf8)))
+        // Idle with an upstream of its own: the timer is the linger (1 s), not the idle timeout (60 s).
+        #expect(answered.contains { if case .armTimer(1) = $0 { true } else { false } })
+        let lingered = harness.send(.timerFired)
+        let leases = lingered.compactMap { if case .releaseUpstream(let lease) = $0 { lease } else { nil } }
+        #expect(leases.count == 1)
+        #expect(leases.first?.key.host == "localhost" && leases.first?.key.port == 9000)
+        #expect(!lingered.contains { if case .closeUpstream = $0 { true } else { false } })
+        #expect(!Self.closesClient(lingered))
+        // The client connection stays for the rest of the idle timeout.
+        #expect(lingered.contains { if case .armTimer(59) = $0 { true } else { false } })
+        // Its next request asks the pool again and rides on what the pool hands over.
+        let next = harness.send("GET http://localhost:9000/2 HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        let reuse = next.compactMap { if case .connectUpstream(_, _, let reuse) = $0 { reuse } else { nil } }
+        #expect(reuse.first?.host == "localhost" && reuse.first?.port == 9000)
+        let lease = try #require(leases.first)
+        let reused = harness.send(.upstreamReused(lease))
+        #expect(Self.text(Self.upstreamWrites(reused)).hasPrefix("GET /2 HTTP/1.1\r\n"))
+        let second = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb".utf8)))
+        #expect(Self.text(Self.clientWrites(second)).hasSuffix("\r\n\r\nb"))
+        #expect(second.contains { if case .armTimer(1) = $0 { true } else { false } })
+        // Idle without an upstream: after the linger and the rest of the idle timeout, the client closes.
+        _ = harness.send(.timerFired)
+        #expect(Self.closesClient(harness.send(.timerFired)))
+    }
+
+    @Test func withoutALingerAnIdleClientKeepsItsUpstreamUntilItCloses() throws {
+        var settings = ProxySettings()
+        settings.upstreamLinger = 0
+        let harness = try Harness(settings: settings)
+        _ = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        _ = harness.send(.upstreamConnected)
+        let answered = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na".utf8)))
+        #expect(answered.contains { if case .armTimer(60) = $0 { true } else { false } })
+        let fired = harness.send(.timerFired)
+        #expect(Self.closesClient(fired))
+        // Closing an idle connection still parks its upstream.
+        #expect(fired.contains { if case .releaseUpstream = $0 { true } else { false } })
+    }
+
     @Test func headerTimerIsNotRestartedByEachByte() throws {
         let harness = try Harness()
         let first = harness.send("G")

@@ -323,6 +323,42 @@ struct ProxyStack {
         #expect(Set(connections).count == 3, "origin connections \(connections)")
     }
 
+    @Test func idleClientsHandTheirUpstreamsBackAndThePoolKeepsAtMostItsCap() throws {
+        // 40 keep-alive clients each fetch once and stay open. After the 1 s linger their upstreams go back to
+        // the pools (two loops, 16 parked per key each): the surplus is closed, and every client's next
+        // request still works, on a pooled connection or a new one.
+        let stack = try ProxyStack()
+        let port = stack.plainOrigin.port
+        let request = "GET \(stack.legacy)/hello HTTP/1.1\r\nHost: legacy.example.test:\(port)\r\n\r\n"
+        let clients = try (0..<40).map { _ in try RawClient(port: stack.proxy.port) }
+        for client in clients {
+            client.send(request)
+            #expect(client.readResponse()?.head.hasPrefix("HTTP/1.1 200 ") == true)
+        }
+        let settled = E2E.poll(timeout: 10) { () -> Int? in
+            let open = Self.establishedConnections(toPort: port)
+            return open <= 32 ? open : nil
+        }
+        #expect(settled != nil, "origin connections still open: \(Self.establishedConnections(toPort: port))")
+        #expect((settled ?? 0) > 0, "idle upstreams are parked, not all closed")
+        for client in clients {
+            client.send(request)
+            #expect(client.readResponse()?.head.hasPrefix("HTTP/1.1 200 ") == true)
+        }
+    }
+
+    /// Established TCP connections on this host whose remote end is 127.0.0.1:`port` (from /proc/net/tcp).
+    static func establishedConnections(toPort port: Int) -> Int {
+        // Read to EOF: /proc files report size 0, and String(contentsOfFile:) stops after the first page.
+        let data = FileHandle(forReadingAtPath: "/proc/net/tcp")?.readDataToEndOfFile() ?? Data()
+        let table = String(decoding: data, as: UTF8.self)
+        let remote = String(format: "0100007F:%04X", port)
+        return table.split(separator: "\n").dropFirst().filter { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 3 && fields[2] == remote && fields[3] == "01"
+        }.count
+    }
+
     @Test func http10ClientGetsAnHTTP10CompatibleAnswer() throws {
         let stack = try ProxyStack()
         let result = try stack.curl("\(stack.legacy)/chunked?n=50000", ["--http1.0"])

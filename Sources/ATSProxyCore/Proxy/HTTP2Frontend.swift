@@ -520,7 +520,7 @@ final class HTTP2Frontend {
         let url = "\(head.scheme.isEmpty ? "https" : head.scheme)://\(head.authority)\(head.path)"
         let record = RequestRecord(
             time: now, clientAddress: template.clientAddress,
-            taskID: "\(template.taskUUID.uuidString)>.<\(number)", method: head.method, url: url,
+            taskID: template.taskIDPrefix + String(number), method: head.method, url: url,
             httpProtocol: "h2", source: .urlsession, result: .failed, atsRequired: false, ruleChain: [],
             rule: text.replacingOccurrences(of: "ats-proxy: ", with: ""), status: status,
             requestHeaders: head.headers.map { RequestRecord.HeaderField(name: $0.name, value: $0.value) },

@@ -52,8 +52,10 @@ public struct ProxySession {
         case probe
     }
 
-    /// One request/response exchange.
-    struct Exchange {
+    /// One request/response exchange. A class, so the session mutates the one it holds in place: a struct of
+    /// this size was copied (and its parser's buffer retained twice, then copied on write) on every event.
+    /// Owned by the session that created it; never shared with another session.
+    final class Exchange {
         let number: Int
         let start: Date
         let method: String
@@ -100,6 +102,25 @@ public struct ProxySession {
         var onReusedUpstream = false
         /// Some of the response arrived (after that a lost connection is never retried).
         var responseBytesSeen = false
+
+        init(
+            number: Int, start: Date, method: String, url: String, target: RequestTarget, decision: ATSDecision,
+            source: RequestSource, requestHeaders: HTTP1Headers, kind: ExchangeKind, clientKeepAlive: Bool,
+            requestWriter: HTTP1BodyWriter, rule: String
+        ) {
+            self.number = number
+            self.start = start
+            self.method = method
+            self.url = url
+            self.target = target
+            self.decision = decision
+            self.source = source
+            self.requestHeaders = requestHeaders
+            self.kind = kind
+            self.clientKeepAlive = clientKeepAlive
+            self.requestWriter = requestWriter
+            self.rule = rule
+        }
     }
 
     /// Methods a lost connection may repeat (RFC 9110 §9.2.2), when the request has no body.
@@ -110,6 +131,8 @@ public struct ProxySession {
     /// N of `Connection N:` in console lines.
     public let connectionNumber: Int
     var taskUUID = UUID()
+    /// `<UUID>>.<` of every task ID of this connection, formatted once (uuidString formats with vfprintf).
+    private(set) var taskIDPrefix: String
     /// Set for the per-stream sessions of an HTTP/2 client (`HTTP2Frontend`): requests arrive parsed, already
     /// inside the intercepted tunnel, and what the session writes to the client is re-framed as HTTP/2.
     var isStreamSession = false
@@ -137,6 +160,9 @@ public struct ProxySession {
     var upstreamIdle = false
     var clientReadsPaused = false
     var headerTimerRunning = false
+    /// The idle connection's upstream went back to the pool after `upstreamLinger`: the idle timer runs on
+    /// for the rest of `idleTimeout`.
+    var lingerReleased = false
     /// Set by `drain`: close as soon as the current exchange ends.
     var draining = false
     var commands: [ProxyCommand] = []
@@ -146,6 +172,7 @@ public struct ProxySession {
         self.services = services
         self.clientAddress = clientAddress
         self.connectionNumber = connectionNumber
+        taskIDPrefix = taskUUID.uuidString + ">.<"
     }
 
     /// Commands to run right after the connection is accepted (arms the idle timer).
@@ -158,6 +185,7 @@ public struct ProxySession {
         self.init(
             services: parent.services, clientAddress: parent.clientAddress, connectionNumber: parent.connectionNumber)
         taskUUID = parent.taskUUID
+        taskIDPrefix = parent.taskIDPrefix
         tunnel = parent.tunnel
         isStreamSession = true
         clientProtocol = "h2"
@@ -387,7 +415,7 @@ public struct ProxySession {
         }
         let source = requestSource(head)
         let decision = services.policy.snapshot.decide(target, source: source)
-        var exchange = Exchange(
+        let exchange = Exchange(
             number: requestCount, start: now, method: head.method, url: url, target: target, decision: decision,
             source: source, requestHeaders: head.headers, kind: .forward, clientKeepAlive: clientKeepAlive,
             requestWriter: HTTP1BodyWriter(framing: framing), rule: decision.ruleSummary)
@@ -459,7 +487,7 @@ public struct ProxySession {
             return
         }
         let decision = services.policy.snapshot.decide(target, source: original.source)
-        var exchange = Exchange(
+        let exchange = Exchange(
             number: original.number, start: original.start, method: original.method, url: url, target: target,
             decision: decision, source: original.source, requestHeaders: original.requestHeaders, kind: .forward,
             clientKeepAlive: original.clientKeepAlive, requestWriter: original.requestWriter,
@@ -476,7 +504,6 @@ public struct ProxySession {
     private mutating func startForward(
         _ exchange: Exchange, head: HTTP1RequestHead, host: String, port: Int, requirements: TLSRequirements?
     ) {
-        var exchange = exchange
         exchange.requirements = requirements
         if let requirements, !requirements.isSatisfiable, services.settings.mode == .enforce {
             self.exchange = exchange
@@ -505,13 +532,16 @@ public struct ProxySession {
         if Self.idempotentMethods.contains(head.method) && !exchange.requestHasBody && !exchange.isUpgradeRequest {
             exchange.retryHead = bytes
         }
-        if case .ready(let current, _) = upstream, current == key {
+        // One key comparison per request: it compares the TLS requirements (cipher lists and all).
+        var sameUpstream = false
+        if case .ready(let current, _) = upstream, current == key { sameUpstream = true }
+        if sameUpstream {
             exchange.tls = upstreamFacts
             exchange.onReusedUpstream = true
         }
         self.exchange = exchange
         switch upstream {
-        case .ready(let current, _) where current == key:
+        case .ready where sameUpstream:
             upstreamIdle = false
         case .none:
             pendingUpstream = []
@@ -552,7 +582,7 @@ public struct ProxySession {
     }
 
     private mutating func requestBody(_ slice: ArraySlice<UInt8>) {
-        guard var exchange else { return }
+        guard let exchange else { return }
         exchange.bytesFromClient += slice.count
         switch exchange.kind {
         case .local, .probe:
@@ -575,7 +605,7 @@ public struct ProxySession {
     }
 
     private mutating func requestEnd(trailers: HTTP1Headers?) {
-        guard var exchange else {
+        guard let exchange else {
             // A CONNECT's messageEnd, or the end of a message answered locally without exchange.
             resumeParserIfIdle()
             return
@@ -588,8 +618,7 @@ public struct ProxySession {
             self.exchange = exchange
             if !framed.isEmpty {
                 sendToUpstream(framed)
-                guard let updated = self.exchange else { return }
-                exchange = updated
+                guard self.exchange != nil else { return }
             }
         }
         if trailers != nil { return }
@@ -637,7 +666,7 @@ public struct ProxySession {
             services.settings.isPassthroughHost(host)
             || (services.settings.passthroughPinnedDomains && decision.requirements.pins != nil)
         if passthrough {
-            var exchange = Exchange(
+            let exchange = Exchange(
                 number: requestCount + 1, start: now, method: "CONNECT", url: url, target: target, decision: decision,
                 source: source, requestHeaders: head.headers, kind: .probe, clientKeepAlive: false,
                 requestWriter: HTTP1BodyWriter(framing: .none),
@@ -825,7 +854,7 @@ public struct ProxySession {
             sendToClient(bytes)
             return
         }
-        guard var exchange else { return }
+        guard let exchange else { return }
         exchange.responseBytesSeen = true
         let events = exchange.responseParser.feed(bytes)
         self.exchange = exchange
@@ -835,7 +864,7 @@ public struct ProxySession {
     private mutating func processResponse(_ events: [HTTP1Event]) {
         var pending = events[...]
         while let event = pending.popFirst() {
-            guard var exchange else { return }
+            guard let exchange else { return }
             switch event {
             case .response(let head, let framing):
                 if head.isInterim {
@@ -907,8 +936,7 @@ public struct ProxySession {
                     exchange.responseWriter = nil
                     self.exchange = exchange
                     sendToClient(framed)
-                    guard let updated = self.exchange else { return }
-                    exchange = updated
+                    guard self.exchange != nil else { return }
                 }
                 exchange.responseDone = true
                 self.exchange = exchange
@@ -961,7 +989,7 @@ public struct ProxySession {
             commands.append(.closeUpstream)
         }
         upstream = .none
-        guard var exchange, exchange.kind == .forward else { return }
+        guard let exchange, exchange.kind == .forward else { return }
         if exchange.responseStarted {
             let events = exchange.responseParser.inputClosed()
             exchange.upstreamKeepAlive = false
@@ -994,7 +1022,7 @@ public struct ProxySession {
 
     private mutating func finishPassthroughSetup() {
         commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
-        if var exchange {
+        if let exchange {
             exchange.responseStatus = 200
             exchange.responseDone = true
             self.exchange = exchange
@@ -1013,7 +1041,7 @@ public struct ProxySession {
 
     /// Answers the current exchange with the verdict's 502/504 and the X-ATS-* headers.
     private mutating func failExchange(verdict: UpstreamVerdict) {
-        guard var exchange else { return close() }
+        guard let exchange else { return close() }
         let platform = services.policy.snapshot.evaluator.options.platform
         let context = consoleContext()
         exchange.result = .failed
@@ -1044,7 +1072,7 @@ public struct ProxySession {
     /// Answers the current exchange with 502 and -1011 (NSURLErrorBadServerResponse): the origin
     /// answered, but not with HTTP the client could use.
     private mutating func failWithBadResponse(_ reason: String) {
-        guard var exchange else { return close() }
+        guard let exchange else { return close() }
         let code = NSURLErrorCode.badServerResponse
         let platform = services.policy.snapshot.evaluator.options.platform
         var context = consoleContext()
@@ -1070,7 +1098,7 @@ public struct ProxySession {
 
     /// Sends a locally generated response for the current exchange and finishes it.
     private mutating func respondLocally(_ response: ATSErrorResponse) {
-        guard var exchange else { return }
+        guard let exchange else { return }
         if exchange.responseStarted {
             closeUpstreamAndClient()
             return
@@ -1170,7 +1198,7 @@ public struct ProxySession {
         if case .h2 = phase, let h2 {
             apply(h2.clientGone(now: now))
         }
-        if var exchange, !exchange.responseDone {
+        if let exchange, !exchange.responseDone {
             exchange.result = .failed
             exchange.rule = "the client closed the connection before the response was complete"
             self.exchange = exchange
@@ -1200,7 +1228,7 @@ public struct ProxySession {
         guard let exchange else { return }
         let redirectNote = ""
         let record = RequestRecord(
-            time: exchange.start, clientAddress: clientAddress, taskID: "\(taskUUID.uuidString)>.<\(exchange.number)",
+            time: exchange.start, clientAddress: clientAddress, taskID: taskIDPrefix + String(exchange.number),
             method: exchange.method, url: exchange.url, host: exchange.target.host, httpProtocol: clientProtocol,
             source: exchange.source,
             result: exchange.result, atsRequired: exchange.decision.atsRequired,
@@ -1217,7 +1245,7 @@ public struct ProxySession {
     private mutating func logClientHandshakeFailure(_ failure: TLSFailure) {
         guard let tunnel else { return }
         let record = RequestRecord(
-            time: now, clientAddress: clientAddress, taskID: "\(taskUUID.uuidString)>.<\(requestCount)",
+            time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount),
             method: "CONNECT",
             url: "https://\(tunnel.host):\(tunnel.port)/", host: tunnel.host, httpProtocol: "http/1.1",
             source: .urlsession,
@@ -1267,7 +1295,7 @@ public struct ProxySession {
     /// The origin broke off mid-response (reset, garbage, or a close the framing does not allow): the
     /// request is logged as failed with -1005 and the client connection (or HTTP/2 stream) is ended.
     private mutating func closeUpstreamAndClient() {
-        if var exchange, !exchange.responseDone {
+        if let exchange, !exchange.responseDone {
             exchange.result = .failed
             exchange.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
             exchange.rule = "the connection to the origin was lost before the response was complete"
@@ -1315,6 +1343,14 @@ public struct ProxySession {
             }
             return
         }
+        if case .http = phase, parser.isIdle, !lingerReleased, holdsIdleUpstream,
+            services.settings.upstreamLinger > 0, services.settings.upstreamLinger < services.settings.idleTimeout
+        {
+            // Idle past the linger: the upstream goes back to the pool; the next request takes one from it.
+            releaseOrCloseUpstream()
+            lingerReleased = true
+            return
+        }
         if case .http = phase, !parser.isIdle {
             answerLocally(
                 status: 408, reason: "Request Timeout", body: "ats-proxy: request head not received in time\n",
@@ -1332,10 +1368,11 @@ public struct ProxySession {
         case .http, .clientHandshake, .passthroughProbe, .passthroughConnecting:
             if exchange != nil {
                 headerTimerRunning = false
+                lingerReleased = false
                 commands.append(.armTimer(seconds: services.settings.exchangeTimeout))
             } else if parser.isIdle {
                 headerTimerRunning = false
-                commands.append(.armTimer(seconds: services.settings.idleTimeout))
+                commands.append(.armTimer(seconds: idleTimerSeconds))
             } else if !headerTimerRunning {
                 headerTimerRunning = true
                 commands.append(.armTimer(seconds: services.settings.headerTimeout))
@@ -1359,6 +1396,25 @@ public struct ProxySession {
             clientReadsPaused = wantsPause
             commands.append(wantsPause ? .pauseClientReads : .resumeClientReads)
         }
+    }
+
+    /// The idle timer of a connection between requests: first `upstreamLinger` while it holds an idle upstream
+    /// (the timer then hands the upstream back to the pool), then the rest of `idleTimeout`.
+    private var idleTimerSeconds: Double {
+        let idle = services.settings.idleTimeout
+        let linger = services.settings.upstreamLinger
+        guard linger > 0, linger < idle else { return idle }
+        if lingerReleased { return idle - linger }
+        return holdsIdleUpstream ? linger : idle
+    }
+
+    /// Between requests with an idle upstream connection of its own that the pool could take back.
+    private var holdsIdleUpstream: Bool {
+        guard !isStreamSession, exchange == nil, upstreamIdle, upstreamShareable, pendingUpstream.isEmpty else {
+            return false
+        }
+        guard case .http = phase, case .ready = upstream else { return false }
+        return true
     }
 
     /// The upstream is opening (TCP or TLS): client bytes would only pile up in memory.

@@ -42,6 +42,10 @@ public struct ProxySettings: Sendable {
     public var headerTimeout: Double = 30
     /// Seconds an idle keep-alive client connection is kept.
     public var idleTimeout: Double = 60
+    /// Seconds an idle keep-alive client connection keeps its upstream connection before handing it back
+    /// to the loop's pool (0: kept until the client connection closes). The client's next request takes
+    /// one from the pool again, so a thousand idle clients hold a few parked upstreams, not a thousand.
+    public var upstreamLinger: Double = 1
     /// Seconds an exchange may go without any progress from either side (a stalled origin
     /// handshake or response, or a client that stops sending its body).
     public var exchangeTimeout: Double = 60
