@@ -8,7 +8,9 @@ import Foundation
 /// A session has lane 0 (its own upstream and timer) and, once an intercepted client speaks HTTP/2,
 /// one lane per stream session (`ProxyEvent.stream` / `ProxyCommand.stream`). Back-pressure is
 /// handled here: when the client's write queue passes its high watermark every lane's upstream stops
-/// being read; when a lane's upstream write queue does, the client stops being read, until they drain.
+/// being read; when lane 0's upstream write queue does, the client stops being read, until they drain.
+/// An HTTP/2 lane's upstream that backs up is reported to the session instead (`upstreamWritable`), which
+/// withholds that stream's flow-control credit: one slow origin does not stall the client's other streams.
 ///
 /// Upstream connections come from the loop's `UpstreamPool` when the session allows reuse: a parked
 /// HTTP/1.1 connection, or a channel of a shared HTTP/2 link; idle ones go back to it.
@@ -32,6 +34,8 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         var timer: LoopTimer?
         /// The session asked not to read this upstream (its client is not taking the bytes).
         var readsPausedBySession = false
+        /// An HTTP/2 lane was told its upstream stopped taking bytes and not yet that it drained.
+        var reportedBackedUp = false
 
         init(id: Int32) { self.id = id }
     }
@@ -204,8 +208,20 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         }
     }
 
+    /// Whether lane 0's upstream takes bytes. Only lane 0 (HTTP/1.1 and tunnels) pauses the client socket: an
+    /// HTTP/2 lane whose upstream backs up is told so (`upstreamWritable`) and its frontend holds back that
+    /// stream's flow-control credit, so the client's other streams keep moving.
     private var upstreamsWritable: Bool {
-        lanes.values.allSatisfy { !$0.channelBlocked && ($0.upstream?.isWritable ?? true) }
+        guard let lane = lanes[0] else { return true }
+        return !lane.channelBlocked && (lane.upstream?.isWritable ?? true)
+    }
+
+    /// Tells an HTTP/2 lane that its upstream backed up or drained; a lane whose upstream goes away while
+    /// backed up is told it drained (its next upstream starts empty).
+    private func reportBackedUp(_ lane: Lane?, _ backedUp: Bool) {
+        guard let lane, lane.id != 0, lane.reportedBackedUp != backedUp else { return }
+        lane.reportedBackedUp = backedUp
+        run(lane: lane.id, .upstreamWritable(!backedUp))
     }
 
     private func setUpstreamReading(_ lane: Lane, _ reading: Bool) {
@@ -277,6 +293,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         lane.upstream = nil
         laneOfConnection[ObjectIdentifier(upstream)] = nil
         pool.park(upstream, lease: lease)
+        reportBackedUp(lane, false)
         resumeClientIfPossible()
     }
 
@@ -285,6 +302,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         guard let upstream = lane.upstream else { return }
         lane.upstream = nil
         laneOfConnection[ObjectIdentifier(upstream)] = nil
+        reportBackedUp(lane, false)
         resumeClientIfPossible()
         if let (link, channel) = pool.promote(upstream, lease: lease, owner: self, lane: lane.id) {
             lane.channel = (link, channel)
@@ -306,6 +324,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         lane.connector?.cancel()
         lane.connector = nil
         lane.readsPausedBySession = false
+        reportBackedUp(lane, false)
         if let channel = lane.channel {
             lane.channel = nil
             lane.channelBlocked = false
@@ -362,6 +381,8 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
                     setUpstreamReading(lane, true)
                 }
             }
+        } else if let id = laneOfConnection[ObjectIdentifier(connection)], id != 0 {
+            reportBackedUp(lanes[id], !isWritable)
         } else if laneOfConnection[ObjectIdentifier(connection)] != nil, client.isOpen {
             if !isWritable {
                 client.pauseReading()
@@ -381,12 +402,17 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         guard let lane = lanes[id], lane.channel != nil else { return }
         lane.channel = nil
         lane.channelBlocked = false
+        reportBackedUp(lane, false)
         resumeClientIfPossible()
         run(lane: id, .upstreamReset)
     }
 
     func channelWritable(lane id: Int32, _ writable: Bool) {
         guard let lane = lanes[id], lane.channel != nil else { return }
+        if id != 0 {
+            reportBackedUp(lane, !writable)
+            return
+        }
         lane.channelBlocked = !writable
         if writable {
             resumeClientIfPossible()
@@ -405,6 +431,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         } else if let id = laneOfConnection.removeValue(forKey: ObjectIdentifier(connection)) {
             lanes[id]?.upstream = nil
             connection.handler = nil
+            reportBackedUp(lanes[id], false)
             // It may have been the unwritable upstream that paused the client.
             resumeClientIfPossible()
             switch reason {

@@ -867,6 +867,40 @@ extension HTTP2FrontendTests {
         #expect(records.first?.bytesFromClient == 41_000)
     }
 
+    @Test func anUpstreamThatBacksUpWithholdsOnlyItsOwnStreamsCredit() throws {
+        // Amounts over half the 65,535 window: nghttp2 sends WINDOW_UPDATE once half of it is consumed.
+        let harness = try Harness()
+        let client = try #require(harness.client)
+        let headers = [HTTP2Header("content-type", "application/octet-stream")]
+        let first = testBody(seed: 1, count: 40_000)
+        let second = testBody(seed: 2, count: 40_000)
+        let (slow, _) = try harness.request("/slow", method: "POST", headers: headers, body: first, endStream: false)
+        harness.connect(lane: 1)
+        #expect(client.sendWindow(stream: slow) == 65_535)
+
+        // Lane 1's upstream stops taking bytes: what its stream sends now is forwarded but not acknowledged.
+        harness.send(.stream(1, .upstreamWritable(false)))
+        try client.submitData(stream: slow, bytes: second, endStream: false)
+        harness.flushClient()
+        #expect(client.sendWindow(stream: slow) == 65_535 - 40_000)
+
+        // Another stream of the same connection keeps its full credit.
+        let (fast, _) = try harness.request(
+            "/fast", method: "POST", headers: headers, body: testBody(seed: 3, count: 40_000), endStream: true)
+        harness.connect(lane: 2)
+        #expect(client.sendWindow(stream: fast) == 65_535)
+        #expect(client.sendWindow(stream: slow) == 65_535 - 40_000)
+
+        // Drained: the held credit goes back to the client.
+        harness.send(.stream(1, .upstreamWritable(true)))
+        #expect(client.sendWindow(stream: slow) == 65_535)
+        try client.submitData(stream: slow, bytes: [], endStream: true)
+        harness.flushClient()
+        let received = Self.parseRequests(harness.lanes[1]?.received ?? [])
+        #expect(received.first?.ended == true)
+        #expect(Self.difference(received.first?.body ?? [], first + second) == nil)
+    }
+
     @Test func aClientThatStopsReadingPausesTheLaneUpstreamUntilItsWindowReopens() throws {
         var configuration = HTTP2Configuration()
         configuration.initialWindowSize = 4_096

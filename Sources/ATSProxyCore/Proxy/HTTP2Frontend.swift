@@ -72,6 +72,8 @@ final class HTTP2Frontend {
     /// Which stream each busy lane serves.
     var laneStream: [Int32: Int32] = [:]
     var idleLanes: [Int32] = []
+    /// Lanes whose upstream is not taking bytes: their streams' request DATA is not acknowledged meanwhile.
+    var backedUpLanes: Set<Int32> = []
     var nextLane: Int32 = 1
     var requestCount: Int
     var goingAway = false
@@ -114,6 +116,10 @@ final class HTTP2Frontend {
     func handle(lane: Int32, event: ProxyEvent, now: Date) -> Output {
         step(now: now) { frontend in
             guard frontend.lanes[lane] != nil else { return }
+            if case .upstreamWritable(let writable) = event {
+                frontend.setUpstreamWritable(lane: lane, writable)
+                return
+            }
             let commands = frontend.lanes[lane]!.handle(event, now: now)
             frontend.translate(lane: lane, commands)
         }
@@ -273,7 +279,7 @@ final class HTTP2Frontend {
             session.consume(stream: id, bytes: bytes.count)
             return
         }
-        if stream.readsPaused {
+        if stream.readsPaused || stream.lane.map(backedUpLanes.contains) == true {
             // Only the stream's window stays spent: the connection's other streams keep flowing.
             session.consumeConnection(bytes: bytes.count)
             stream.heldConsumption += bytes.count
@@ -392,6 +398,7 @@ final class HTTP2Frontend {
     /// The lane session closed itself (fault, timeout, `Connection: close` answer, idle timer).
     private func laneClosed(_ lane: Int32) {
         lanes[lane] = nil
+        backedUpLanes.remove(lane)
         idleLanes.removeAll { $0 == lane }
         output.commands.append(.stream(lane, .closeClient))
         guard let id = laneStream.removeValue(forKey: lane), var stream = streams[id] else { return }
@@ -413,13 +420,23 @@ final class HTTP2Frontend {
     }
 
     private func setReadsPaused(lane: Int32, _ paused: Bool) {
-        guard let id = laneStream[lane], var stream = streams[id] else { return }
-        stream.readsPaused = paused
-        if !paused && stream.heldConsumption > 0 {
-            session.consumeStream(stream: id, bytes: stream.heldConsumption)
-            stream.heldConsumption = 0
-        }
-        streams[id] = stream
+        guard let id = laneStream[lane], streams[id] != nil else { return }
+        streams[id]!.readsPaused = paused
+        releaseHeldCredit(stream: id)
+    }
+
+    /// The lane's upstream write queue filled up or drained (`ProxyEvent.upstreamWritable`).
+    private func setUpstreamWritable(lane: Int32, _ writable: Bool) {
+        if writable { backedUpLanes.remove(lane) } else { backedUpLanes.insert(lane) }
+        if let id = laneStream[lane] { releaseHeldCredit(stream: id) }
+    }
+
+    /// Acknowledges the request DATA held back for `id` once neither its lane nor the lane's upstream holds it.
+    private func releaseHeldCredit(stream id: Int32) {
+        guard let stream = streams[id], !stream.readsPaused, stream.heldConsumption > 0 else { return }
+        if let lane = stream.lane, backedUpLanes.contains(lane) { return }
+        session.consumeStream(stream: id, bytes: stream.heldConsumption)
+        streams[id]!.heldConsumption = 0
     }
 
     // MARK: - Responses

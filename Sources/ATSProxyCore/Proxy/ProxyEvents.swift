@@ -21,6 +21,10 @@ public enum ProxyEvent: Sendable {
     case upstreamReset
     /// The timer the session armed fired.
     case timerFired
+    /// The upstream stopped taking bytes (its write queue passed the high watermark: false) or drained (true).
+    /// Sent only for HTTP/2 lanes (wrapped in `stream`): the frontend then holds back that stream's flow-control
+    /// credit, so the client slows down on that stream alone. An HTTP/1.1 client is paused by the driver instead.
+    case upstreamWritable(Bool)
     /// The client connection is gone (closed or reset by the peer): log what was in flight.
     case clientGone
     /// The proxy is shutting down: close when idle, otherwise finish the current exchange and close.

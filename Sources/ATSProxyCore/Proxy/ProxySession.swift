@@ -242,6 +242,7 @@ public struct ProxySession {
         case .clientGone: clientGone()
         case .drain: drain()
         case .stream(let lane, let inner): streamEvent(lane: lane, inner)
+        case .upstreamWritable: break  // Lanes only (see the event); their frontend takes it.
         }
     }
 
