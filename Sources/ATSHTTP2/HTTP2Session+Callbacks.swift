@@ -97,7 +97,7 @@ extension HTTP2Session {
         case NGHTTP2_RST_STREAM.rawValue:
             pendingEvents.append(
                 .streamReset(stream: stream, error: HTTP2ErrorCode(rawValue: frame.pointee.rst_stream.error_code)))
-            outbound[stream] = nil
+            dropOutbound(stream)
             countReset()
         case NGHTTP2_GOAWAY.rawValue:
             let goaway = frame.pointee.goaway
@@ -141,7 +141,7 @@ extension HTTP2Session {
 
     /// nghttp2 forgot a stream: drop our per-stream state and tell the owner.
     func onStreamClose(stream: Int32, error: HTTP2ErrorCode) -> Int32 {
-        outbound[stream] = nil
+        dropOutbound(stream)
         inboundHeaders[stream] = nil
         pendingEvents.append(.streamClosed(stream: stream, error: error))
         return 0
@@ -186,6 +186,7 @@ extension HTTP2Session {
         }
         // Read in place (a copy would share the buffer's storage and copy it on the first mutation).
         let count = outbound[stream]!.buffer.read(into: buffer, maximum: length)
+        outboundTotal -= count
         let state = outbound[stream]!
         if state.buffer.count == 0, state.endRequested {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
@@ -196,7 +197,7 @@ extension HTTP2Session {
                 }
                 if rv != 0 { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
             }
-            outbound[stream] = nil
+            dropOutbound(stream)
             return count
         }
         return count == 0 ? Int(NGHTTP2_ERR_DEFERRED.rawValue) : count

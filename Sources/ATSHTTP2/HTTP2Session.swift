@@ -22,6 +22,8 @@ public final class HTTP2Session {
     var pendingEvents: [HTTP2Event] = []
     /// Outbound DATA state of streams whose body goes through the data provider.
     var outbound: [Int32: OutboundStream] = [:]
+    /// The bytes queued in all of `outbound`'s buffers.
+    var outboundTotal = 0
     /// Header blocks being received, per stream.
     var inboundHeaders: [Int32: InboundHeaderBlock] = [:]
     /// The first unrecoverable error, if any. Once set, input is ignored.
@@ -210,27 +212,27 @@ public final class HTTP2Session {
     /// much is still waiting, so it can stop reading from its own source.
     public func submitData(stream: Int32, bytes: [UInt8], endStream: Bool) throws {
         let session = try liveSession()
-        guard let state = outbound[stream], !state.endRequested else {
+        guard outbound[stream]?.endRequested == false else {
             throw HTTP2SessionError(
                 libraryCode: NGHTTP2_ERR_STREAM_SHUT_WR.rawValue, message: "stream \(stream) has no open body")
         }
-        // Mutated in place: a copy taken out of the dictionary would share the buffer's storage, and
-        // appending to it would copy every byte still queued.
+        // Mutated in place (no copy bound first): a copy taken out of the dictionary would share the
+        // buffer's storage, and appending to the entry would then copy every byte still queued.
         outbound[stream]!.buffer.append(bytes)
         outbound[stream]!.endRequested = endStream
+        outboundTotal += bytes.count
         _ = nghttp2_session_resume_data(session, stream)
     }
 
     /// Ends `stream`'s body with trailers once the buffered bytes are sent.
     public func submitTrailers(stream: Int32, headers: [HTTP2Header]) throws {
         let session = try liveSession()
-        guard var state = outbound[stream], !state.endRequested else {
+        guard outbound[stream]?.endRequested == false else {
             throw HTTP2SessionError(
                 libraryCode: NGHTTP2_ERR_STREAM_SHUT_WR.rawValue, message: "stream \(stream) has no open body")
         }
-        state.endRequested = true
-        state.trailers = headers
-        outbound[stream] = state
+        outbound[stream]!.endRequested = true
+        outbound[stream]!.trailers = headers
         _ = nghttp2_session_resume_data(session, stream)
     }
 
@@ -262,7 +264,7 @@ public final class HTTP2Session {
         let session = try liveSession()
         let rv = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, error.rawValue)
         guard rv == 0 else { throw HTTP2SessionError(libraryCode: rv, message: HTTP2Session.text(rv)) }
-        outbound[stream] = nil
+        dropOutbound(stream)
     }
 
     /// Sends GOAWAY. With `.noError` it is graceful: streams up to the last one processed finish, no new ones start.
@@ -332,6 +334,14 @@ public final class HTTP2Session {
     /// Body bytes submitted on `stream` and not yet handed to nghttp2 (0 for unknown streams).
     public func bufferedOutboundBytes(stream: Int32) -> Int {
         outbound[stream]?.buffer.count ?? 0
+    }
+
+    /// Body bytes submitted on all streams and not yet handed to nghttp2.
+    public var bufferedOutboundTotal: Int { outboundTotal }
+
+    /// Forgets `stream`'s send buffer (the stream ended or was reset).
+    func dropOutbound(_ stream: Int32) {
+        if let state = outbound.removeValue(forKey: stream) { outboundTotal -= state.buffer.count }
     }
 
     /// How many bytes `stream` may still send before the peer's window closes (min of stream and connection).

@@ -931,42 +931,65 @@ extension HTTP2FrontendTests {
         #expect(Self.records(rest).first?.bytesToClient == 400_000)
     }
 
-    @Test func streamsThatTogetherPassTheConnectionMarkPauseEvenBelowTheirOwn() throws {
+    @Test func unreadStreamsPauseTogetherOnceTheConnectionHoldsTooMuchButAReadStreamFlows() throws {
         var configuration = HTTP2Configuration()
         configuration.initialWindowSize = 4_096
+        configuration.connectionWindowSize = 16 << 20
         let harness = try Harness(client: configuration)
         harness.clientConsumes = false
-        // Each response stays under the per-stream mark; together they pass the connection's 4 MiB at the
-        // 18th stream, whether or not the stream's first 4 KiB window was already sent.
-        let perStream = 240_000
-        #expect(perStream < HTTP2Frontend.responseHighWatermark)
-        let streamCount = 20
-        var streams: [Int32] = []
-        for _ in 0..<streamCount { streams.append(try harness.request("/part").stream) }
-        let head = Array("HTTP/1.1 200 OK\r\nContent-Length: \(perStream)\r\n\r\n".utf8)
-        var paused: [Int32] = []
-        for lane in Int32(1)...Int32(streamCount) {
-            harness.connect(lane: lane)
-            let names = Self.names(harness.respond(lane: lane, head + testBody(seed: Int(lane), count: perStream)))
-            if names.contains("\(lane):pauseUpstreamReads") { paused.append(lane) }
-        }
+        // Responses of 300,000 bytes whose first 240,000 arrive in three reads: under the per-stream mark, and
+        // unread beyond the first 4 KiB window. Together they pass the connection's 4 MiB at the 18th stream.
+        let length = 300_000
+        let piece = 80_000
         let mark = HTTP2Frontend.connectionResponseHighWatermark
-        let firstOver = (1...streamCount).first { $0 * (perStream - 4_096) > mark }
-        #expect(firstOver == (1...streamCount).first { $0 * perStream > mark })
-        #expect(paused == Array(Int32(try #require(firstOver))...Int32(streamCount)))
+        #expect(3 * piece < HTTP2Frontend.responseHighWatermark)
+        let crossing = try #require((1...40).first { $0 * (3 * piece - 4_096) > mark })
+        var streams: [Int32] = []
+        for _ in 0..<crossing { streams.append(try harness.request("/part").stream) }
+        let head = Array("HTTP/1.1 200 OK\r\nContent-Length: \(length)\r\n\r\n".utf8)
+        func body(_ lane: Int) -> [UInt8] { testBody(seed: lane, count: length) }
+        for lane in 1...crossing {
+            harness.connect(lane: Int32(lane))
+            var paused: [String] = []
+            for part in 0..<3 {
+                let bytes = Array(body(lane)[part * piece..<(part + 1) * piece])
+                paused += Self.names(harness.respond(lane: Int32(lane), part == 0 ? head + bytes : bytes))
+                    .filter { $0.hasSuffix(":pauseUpstreamReads") }
+            }
+            // Below the mark nothing pauses; at the crossing every stream holding unread bytes does.
+            #expect(
+                paused.sorted() == (lane < crossing ? [] : (1...crossing).map { "\($0):pauseUpstreamReads" }.sorted()),
+                "\(lane)")
+        }
 
-        // As the client reads, the connection falls below its low mark and the paused lanes resume.
+        // A stream whose bytes go out at once is not held back by the others.
+        let (small, _) = try harness.request("/small")
+        let smallLane = Int32(crossing + 1)
+        harness.connect(lane: smallLane)
+        let smallBody = testBody(seed: 99, count: 6_000)
+        let answer = Self.names(
+            harness.respond(
+                lane: smallLane,
+                Array("HTTP/1.1 200 OK\r\nContent-Length: 6000\r\n\r\n".utf8) + Array(smallBody[..<3_000])))
+        #expect(!answer.contains("\(smallLane):pauseUpstreamReads"))
+        #expect(harness.stream(small).body == Array(smallBody[..<3_000]))
+
+        // As the client reads, every paused lane resumes; the rest of every body then arrives whole.
         harness.clientConsumes = true
         var resumed: Set<String> = []
-        for _ in 0..<2_000 where resumed.count < paused.count {
+        for _ in 0..<2_000 where resumed.count < crossing {
             for name in Self.names(harness.consumeReceived()) where name.hasSuffix(":resumeUpstreamReads") {
                 resumed.insert(name)
             }
         }
-        #expect(resumed == Set(paused.map { "\($0):resumeUpstreamReads" }))
+        #expect(resumed == Set((1...crossing).map { "\($0):resumeUpstreamReads" }))
+        for lane in 1...crossing { harness.respond(lane: Int32(lane), Array(body(lane)[(3 * piece)...])) }
+        harness.respond(lane: smallLane, Array(smallBody[3_000...]))
+        for _ in 0..<200 { harness.consumeReceived() }
         for (index, stream) in streams.enumerated() {
-            #expect(harness.stream(stream).body == testBody(seed: index + 1, count: perStream))
+            #expect(harness.stream(stream).body == body(index + 1), "stream \(stream)")
         }
+        #expect(harness.stream(small).body == smallBody)
     }
 }
 

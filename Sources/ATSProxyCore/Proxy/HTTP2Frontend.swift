@@ -9,8 +9,8 @@ import Foundation
 /// so their upstream connections are reused per (host, port, decision) like HTTP/1.1 keep-alive.
 ///
 /// Flow control: request DATA is acknowledged (WINDOW_UPDATE) only when the lane can take it; response bytes
-/// beyond a per-stream watermark (or, for the streams adding to it, beyond a per-connection one) pause the
-/// lane's upstream reads until the client's windows drain them.
+/// beyond a per-stream watermark (or, for streams the client is not reading, beyond a per-connection one) pause
+/// the lane's upstream reads until the client's windows drain them.
 ///
 /// Not thread-safe: owned by one `ProxySession`, used on its driver's queue. Plaintext in, plaintext out: the
 /// owning session runs the TLS.
@@ -55,8 +55,9 @@ final class HTTP2Frontend {
     /// Bytes buffered for one stream before its lane's upstream reads pause, and the level they resume at.
     static let responseHighWatermark = 256 * 1024
     static let responseLowWatermark = 64 * 1024
-    /// Bytes buffered for all streams of the connection together before a stream that adds to them pauses
-    /// (100 streams at the per-stream mark would hold 25 MiB), and the level below which they resume.
+    /// Bytes buffered for all streams of the connection together (100 streams at the per-stream mark would hold
+    /// 25 MiB) beyond which the streams whose client is not reading pause, and the level below which they resume
+    /// (see `updateResponsePauses`).
     static let connectionResponseHighWatermark = 4 << 20
     static let connectionResponseLowWatermark = 2 << 20
     /// Idle lanes kept for reuse; more are closed.
@@ -72,6 +73,8 @@ final class HTTP2Frontend {
     /// Which stream each busy lane serves.
     var laneStream: [Int32: Int32] = [:]
     var idleLanes: [Int32] = []
+    /// Streams whose lane's upstream reads are paused (`Stream.upstreamPaused`).
+    var pausedStreams = 0
     /// Lanes whose upstream is not taking bytes: their streams' request DATA is not acknowledged meanwhile.
     var backedUpLanes: Set<Int32> = []
     var nextLane: Int32 = 1
@@ -140,6 +143,7 @@ final class HTTP2Frontend {
                 frontend.closeLane(lane)
             }
             frontend.streams = [:]
+            frontend.pausedStreams = 0
         }
     }
 
@@ -156,6 +160,7 @@ final class HTTP2Frontend {
             // Idle lanes end now, so their upstreams go back to the pool rather than being dropped.
             for lane in lanes.keys.sorted() { closeLane(lane) }
             streams = [:]
+            pausedStreams = 0
         }
         let result = output
         output = Output()
@@ -171,7 +176,7 @@ final class HTTP2Frontend {
             if events.isEmpty { break }
             process(events)
         }
-        resumeDrainedStreams()
+        updateResponsePauses()
     }
 
     private func process(_ events: [HTTP2Event]) {
@@ -313,6 +318,7 @@ final class HTTP2Frontend {
     /// The stream is over: closed cleanly, reset by either side, or refused.
     private func streamGone(_ id: Int32, cleanly: Bool) {
         guard let stream = streams.removeValue(forKey: id) else { return }
+        if stream.upstreamPaused { pausedStreams -= 1 }
         guard let lane = stream.lane else { return }
         laneStream[lane] = nil
         if stream.upstreamPaused {
@@ -404,6 +410,10 @@ final class HTTP2Frontend {
         guard let id = laneStream.removeValue(forKey: lane), var stream = streams[id] else { return }
         stream.lane = nil
         stream.readsPaused = false
+        if stream.upstreamPaused {
+            stream.upstreamPaused = false
+            pausedStreams -= 1
+        }
         if stream.heldConsumption > 0 {
             session.consumeStream(stream: id, bytes: stream.heldConsumption)
             stream.heldConsumption = 0
@@ -490,33 +500,39 @@ final class HTTP2Frontend {
                 }
             }
         }
-        if stream.response == .streaming && !stream.upstreamPaused {
-            let buffered = session.bufferedOutboundBytes(stream: id)
-            if buffered > Self.responseHighWatermark
-                || buffered > 0 && bufferedResponseBytes > Self.connectionResponseHighWatermark
-            {
-                stream.upstreamPaused = true
-                output.commands.append(.stream(lane, .pauseUpstreamReads))
-            }
+        if stream.response == .streaming && !stream.upstreamPaused
+            && session.bufferedOutboundBytes(stream: id) > Self.responseHighWatermark
+        {
+            stream.upstreamPaused = true
+            pausedStreams += 1
+            output.commands.append(.stream(lane, .pauseUpstreamReads))
         }
         streams[id] = stream
     }
 
-    /// Response bytes waiting for the client's windows, over all streams.
-    private var bufferedResponseBytes: Int {
-        streams.keys.reduce(0) { $0 + session.bufferedOutboundBytes(stream: $1) }
-    }
-
-    /// Streams whose client window opened again get their upstream reads back, once the connection as a whole
-    /// is below its own mark too.
-    private func resumeDrainedStreams() {
-        guard streams.values.contains(where: \.upstreamPaused),
-            bufferedResponseBytes <= Self.connectionResponseLowWatermark
-        else { return }
-        for (id, stream) in streams where stream.upstreamPaused {
-            guard session.bufferedOutboundBytes(stream: id) <= Self.responseLowWatermark else { continue }
-            streams[id]?.upstreamPaused = false
-            if let lane = stream.lane { output.commands.append(.stream(lane, .resumeUpstreamReads)) }
+    /// After the session sent what the client's windows allow, bytes still buffered belong to streams whose
+    /// client is not reading. Those streams pause once the connection as a whole holds too much (a stream
+    /// whose bytes went out is never paused for the others); paused streams resume when their own buffer is
+    /// low and either it is empty (the client reads it) or the connection fell below its low mark.
+    private func updateResponsePauses() {
+        let total = session.bufferedOutboundTotal
+        let overConnectionMark = total > Self.connectionResponseHighWatermark
+        guard pausedStreams > 0 || overConnectionMark else { return }
+        for (id, stream) in streams {
+            guard let lane = stream.lane else { continue }
+            let buffered = session.bufferedOutboundBytes(stream: id)
+            if stream.upstreamPaused {
+                guard buffered <= Self.responseLowWatermark,
+                    buffered == 0 || total <= Self.connectionResponseLowWatermark
+                else { continue }
+                streams[id]?.upstreamPaused = false
+                pausedStreams -= 1
+                output.commands.append(.stream(lane, .resumeUpstreamReads))
+            } else if overConnectionMark && buffered > 0 && stream.response == .streaming {
+                streams[id]?.upstreamPaused = true
+                pausedStreams += 1
+                output.commands.append(.stream(lane, .pauseUpstreamReads))
+            }
         }
     }
 
