@@ -168,7 +168,7 @@ final class DispatchLoopCore: LoopCore, @unchecked Sendable {
 /// One fd's pair of Dispatch sources on a `DispatchLoopCore`, and whether each is running.
 ///
 /// Contract: a source is resumed only while its direction is wanted and suspended otherwise
-/// (sources start suspended); `cancel` cancels both and resumes the suspended ones so that both
+/// (sources start inactive: the first `resume` activates them); `cancel` cancels both and resumes the suspended ones so that both
 /// cancel handlers run; the last one closes the fd (when asked to) and runs `then`. Handlers hold
 /// the core and the token, not the watcher: a stale token finds no watcher. A read report with no
 /// bytes queued (`data == 0`) carries `ATS_POLL_HUP`, so the watcher reads to EOF.

@@ -78,7 +78,7 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     /// Creates a loop with its own thread (`epoll`) or queue (`dispatch`). `readBufferSize`
     /// defaults to 64 KiB.
     public init(
-        index: Int = 0, readBufferSize: Int = 64 * 1024, label: String = "ats-proxy.loop",
+        index: Int = 0, readBufferSize: Int = 64 * 1024, label: String = "ats-loop",
         backend: EventLoopBackend = .platformDefault
     ) {
         precondition(readBufferSize > 0, "read buffer must not be empty")

@@ -12,14 +12,9 @@ import Testing
         // backend exists in the process.
         #expect(stack.proxy.waitForLog("event loops: 2 (dispatch)").contains("event loops: 2 (dispatch)"))
         let pid = stack.proxy.child.process.processIdentifier
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        let threadNames = tasks.compactMap { task in
-            FileManager.default.contents(atPath: "/proc/\(pid)/task/\(task)/comm").map {
-                String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            }
-        }
+        let threadNames = Self.threadNames(pid)
         #expect(!threadNames.isEmpty)
-        #expect(!threadNames.contains { $0.hasPrefix("ats-proxy.loop") }, "\(threadNames)")
+        #expect(!threadNames.contains { $0.hasPrefix("ats-loop.") }, "\(threadNames)")
 
         let blocked = try stack.curl("\(stack.plain)/hello")
         #expect(blocked.httpCode == 403)
@@ -43,5 +38,23 @@ import Testing
         #expect(h2.exitCode == 0, "\(h2.stderr)")
         #expect(h2.writeOut == "200 2")
         #expect(h2.bodyText == "hello from tls-origin\n")
+    }
+
+    /// The kernel's names of a process's threads (`/proc/PID/task/*/comm`, at most 15 bytes each).
+    static func threadNames(_ pid: Int32) -> [String] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.compactMap { task in
+            FileManager.default.contents(atPath: "/proc/\(pid)/task/\(task)/comm").map {
+                String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+        }
+    }
+
+    /// The default backend's loop threads carry their index in a name the kernel keeps whole.
+    @Test func epollLoopThreadsAreNamedWithTheirIndex() throws {
+        let stack = try ProxyStack()
+        #expect(stack.proxy.waitForLog("event loops: 2 (epoll)").contains("event loops: 2 (epoll)"))
+        let names = Self.threadNames(stack.proxy.child.process.processIdentifier)
+        #expect(names.contains("ats-loop.0") && names.contains("ats-loop.1"), "\(names)")
     }
 }

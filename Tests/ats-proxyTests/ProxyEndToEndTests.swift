@@ -323,6 +323,33 @@ struct ProxyStack {
         #expect(Set(connections).count == 3, "origin connections \(connections)")
     }
 
+    @Test(arguments: [
+        ["-H", "Authorization: NTLM TlRMTVNTUAABAAAAB4IIogAAAAAAAAAAAAAAAAAAAAAKAGFKAAAADw=="],
+        [
+            "-H",
+            "Authorization: Negotiate YIIGhgYGKwYBBQUCoIIGejCCBnagMDAuBgkqhkiC9xIBAgIGCSqGSIb3EgECAgYKKwYBBAGCNwICHgYKKwYBBAGCNwICCg==",
+        ],
+    ])
+    func aConnectionAuthenticatedWithNTLMOrNegotiateIsNeverHandedToAnotherClient(auth: [String]) throws {
+        // One loop, so that every client would meet the same pool. Runs 1 and 2 without that
+        // authentication share the origin connection; run 3 authenticates its connection, and run 4 must
+        // not get it.
+        let stack = try ProxyStack(arguments: ["--loops", "1"])
+        func run(_ arguments: [String] = []) throws -> String {
+            let result = try stack.curl("\(stack.api)/hello", arguments)
+            #expect(result.httpCode == 200, "\(result.statusLine) \(result.stderr)")
+            usleep(300_000)  // the proxy parks the upstream when it sees the client close
+            return result.headers["x-conn"] ?? "none"
+        }
+        let first = try run()
+        let second = try run()
+        #expect(first == second && first != "none", "origin connections \(first) \(second)")
+        let authenticated = try run(auth)
+        #expect(authenticated == second, "the pooled connection carried the authenticated request")
+        let after = try run()
+        #expect(after != authenticated && after != "none", "origin connections \(authenticated) \(after)")
+    }
+
     @Test func idleClientsHandTheirUpstreamsBackAndThePoolKeepsAtMostItsCap() throws {
         // 40 keep-alive clients each fetch once and stay open. After the 1 s linger their upstreams go back to
         // the pools (two loops, 16 parked per key each): the surplus is closed, and every client's next

@@ -130,7 +130,7 @@ public struct ProxySession {
     public let clientAddress: String
     /// N of `Connection N:` in console lines.
     public let connectionNumber: Int
-    var taskUUID = UUID()
+    private(set) var taskUUID = UUID()
     /// `<UUID>>.<` of every task ID of this connection, formatted once (uuidString formats with vfprintf).
     private(set) var taskIDPrefix: String
     /// Set for the per-stream sessions of an HTTP/2 client (`HTTP2Frontend`): requests arrive parsed, already
@@ -362,6 +362,8 @@ public struct ProxySession {
     // MARK: - Requests
 
     private mutating func requestHead(_ head: HTTP1RequestHead, framing: HTTP1BodyFraming) {
+        // A new request ends the idle period, whether or not it becomes an exchange (a local answer does not).
+        lingerReleased = false
         if head.method == "CONNECT" {
             // CONNECT is not a task in CFNetwork's numbering; the requests inside the tunnel are.
             connect(head)
@@ -878,6 +880,10 @@ public struct ProxySession {
                 exchange.responseStarted = true
                 exchange.responseStatus = head.status
                 exchange.responseHeaders = head.headers
+                if Self.bindsConnection(request: exchange.requestHeaders, response: head.headers) {
+                    // Connection-oriented authentication: this upstream belongs to this client from now on.
+                    upstreamShareable = false
+                }
                 var clientHead = head
                 var clientFraming = framing
                 if head.status == 101 {
@@ -1268,6 +1274,24 @@ public struct ProxySession {
         commands.append(.cancelTimer)
         commands.append(.closeClient)
         phase = .closed
+    }
+
+    /// Whether an exchange authenticates the connection rather than the request (NTLM, Negotiate/Kerberos:
+    /// RFC 4559): the origin then treats later requests on it as that user's, so the connection must never be
+    /// handed to another client.
+    static func bindsConnection(request: HTTP1Headers, response: HTTP1Headers) -> Bool {
+        // The first token of each comma-separated element (a parameter that looks like one only errs on the
+        // safe side: the connection is not shared).
+        func connectionScheme(_ value: String) -> Bool {
+            value.utf8.split(separator: UInt8(ascii: ",")).contains { element in
+                let scheme = element.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+                    .prefix { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
+                return HTTP1ASCII.equalsIgnoringCase(scheme, "NTLM".utf8)
+                    || HTTP1ASCII.equalsIgnoringCase(scheme, "Negotiate".utf8)
+            }
+        }
+        return request.values("Authorization").contains(where: connectionScheme)
+            || response.values("WWW-Authenticate").contains(where: connectionScheme)
     }
 
     /// An idle, judged, shareable upstream goes back to the loop's pool; anything else is closed.
