@@ -663,6 +663,30 @@ extension HTTP2FrontendTests {
         #expect(Set(records.map(Self.taskUUID)).count == 1)
     }
 
+    @Test func anIdleLaneHandsItsUpstreamBackAfterTheLingerAndItsNextStreamAsksThePool() throws {
+        let harness = try Harness()
+        let (first, _) = try harness.request("/first")
+        harness.connect(lane: 1)
+        let done = harness.respond(lane: 1, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na")
+        #expect(harness.stream(first).shape == "HDE")
+        // The idle lane's timer runs for the linger (1 s) first, like an idle HTTP/1.1 client's.
+        #expect(Self.names(done).last { $0.hasPrefix("1:armTimer") } == "1:armTimer(1)")
+
+        let fired = Self.names(harness.send(.stream(1, .timerFired)))
+        #expect(fired.contains("1:releaseUpstream"), "\(fired)")
+        #expect(!fired.contains("1:closeClient"))
+        #expect(fired.last { $0.hasPrefix("1:armTimer") } == "1:armTimer(59)")
+
+        // The lane's next stream asks the pool for the same key.
+        let (second, opened) = try harness.request("/second")
+        let connects = Self.connects(opened)
+        #expect(connects.map(\.lane) == [1])
+        #expect(connects.first?.reuse != nil)
+        harness.connect(lane: 1)
+        harness.respond(lane: 1, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb")
+        #expect(harness.stream(second).shape == "HDE" && harness.stream(second).text == "b")
+    }
+
     @Test func aSequentialStreamReusesTheIdleLaneAndItsUpstream() throws {
         let harness = try Harness()
         let (first, _) = try harness.request("/first")

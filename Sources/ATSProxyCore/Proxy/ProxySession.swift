@@ -1435,7 +1435,7 @@ public struct ProxySession {
 
     /// Between requests with an idle upstream connection of its own that the pool could take back.
     private var holdsIdleUpstream: Bool {
-        guard !isStreamSession, exchange == nil, upstreamIdle, upstreamShareable, pendingUpstream.isEmpty else {
+        guard exchange == nil, upstreamIdle, upstreamShareable, pendingUpstream.isEmpty else {
             return false
         }
         guard case .http = phase, case .ready = upstream else { return false }
