@@ -101,41 +101,6 @@ struct TCPConnectionTests {
         #expect(eventually { listener.liveConnections == 0 })
     }
 
-    @Test("close with a full write queue drops the queue, reports .local and frees the connection")
-    func closeWhileWritePending() throws {
-        let group = EventLoopGroup(loopCount: 1)
-        let loop = group.loops[0]
-        let closed = Expectation<TCPCloseReason>()
-        let queuedAtClose = Expectation<Int>()
-        final class Closer: TCPConnectionHandler {
-            let closed: Expectation<TCPCloseReason>
-            init(closed: Expectation<TCPCloseReason>) { self.closed = closed }
-            func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {}
-            func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) { closed.fulfill(reason) }
-        }
-        final class WeakBox: @unchecked Sendable { weak var connection: TCPConnection? }
-        let weakBox = WeakBox()
-        let listener = try TCPListener(
-            configuration: .init(address: ListenAddress(parsing: "127.0.0.1:0")!), group: group,
-            onAccept: { connection in
-                connection.handler = Closer(closed: closed)
-                weakBox.connection = connection
-                // The client never reads: 16 MiB cannot all fit in the socket buffers.
-                let chunk = [UInt8](repeating: 0x5a, count: 1 << 20)
-                for _ in 0..<16 { connection.write(chunk) }
-                queuedAtClose.fulfill(connection.queuedBytes)
-                connection.close()
-            })
-        listener.start()
-        defer { stopAndWait(listener) }
-        let client = try BlockingClient(connectingTo: listener.boundAddress)
-        defer { client.close() }
-        #expect((queuedAtClose.wait() ?? 0) > 0)
-        #expect(closed.wait() == .local)
-        #expect(eventually { listener.liveConnections == 0 })
-        #expect(eventually { onLoop(loop) { weakBox.connection == nil } })
-    }
-
     @Test("a peer reset is reported as .reset")
     func peerResetIsDetected() throws {
         let group = EventLoopGroup(loopCount: 1)
