@@ -187,7 +187,7 @@ import Testing
     /// once, and only when nothing of the response had arrived.
     @Test(arguments: ["https", "http"])
     func anIdempotentRequestOnAReusedUpstreamTheOriginClosedIsRetriedOnAFreshOne(scheme: String) throws {
-        let stack = try ProxyStack(arguments: ["--upstream-idle-timeout", "0"])
+        let stack = try ProxyStack(arguments: ["--upstream-idle-timeout", "0", "--log-format", "json"])
         let base = scheme == "https" ? stack.api : stack.legacy
         var arguments = ["-s", "-S", "--http1.1", "--max-time", "20", "-x", "http://\(stack.proxy.address)"]
         arguments += ["--cacert", stack.proxy.caPath, "-w", "%{http_code} %{num_connects}\\n"]
@@ -203,6 +203,13 @@ import Testing
         }
         let origin = scheme == "https" ? stack.tlsOrigin : stack.plainOrigin
         #expect(origin.requests.filter { $0.hasPrefix("GET /close-if-reused") }.count == 3)
+        // The JSON log says which request went out twice.
+        let log = stack.proxy.waitForLog("retriedOnNewConnection")
+        let records = log.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }.filter { ($0["url"] as? String)?.hasSuffix("/close-if-reused") == true }
+        #expect(records.map { $0["retriedOnNewConnection"] as? Bool } == [nil, true], "\(log)")
+        #expect(records.map { $0["status"] as? Int } == [200, 200])
 
         // A POST is not idempotent: the same fault is answered with 502 -1005, and it reached the origin once.
         let common = [

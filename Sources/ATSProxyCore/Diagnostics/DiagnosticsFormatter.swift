@@ -70,7 +70,9 @@ public struct DiagnosticsFormatter: Sendable {
         lines.append(
             "[Summary] Task <\(record.taskID)> summary for task \(outcome) {transaction_duration_ms=\(Int(record.durationMilliseconds.rounded())), response_status=\(status), protocol=\"\(record.httpProtocol)\", request_bytes=\(record.bytesFromClient), response_bytes=\(record.bytesToClient), client=\(record.clientAddress)}"
         )
-        lines.append("ats-proxy: \(record.method) \(record.url) → \(explanationLine(record))")
+        let retry =
+            record.retriedOnNewConnection == true ? " (sent again on a new connection: the reused one closed)" : ""
+        lines.append("ats-proxy: \(record.method) \(record.url) → \(explanationLine(record))\(retry)")
         return lines
     }
 

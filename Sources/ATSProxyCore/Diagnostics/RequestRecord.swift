@@ -44,6 +44,9 @@ public struct RequestRecord: Sendable, Codable {
     public var durationMilliseconds: Double
     /// The CFNetwork console lines of the outcome (already formatted for the emulated OS).
     public var consoleLines: [String]
+    /// True when the request was sent a second time, on a new connection, because the reused one closed
+    /// before any of the response arrived (absent otherwise).
+    public var retriedOnNewConnection: Bool?
 
     /// One header field; values of secret-bearing fields are redacted unless asked.
     public struct HeaderField: Sendable, Codable, Equatable {
@@ -61,7 +64,8 @@ public struct RequestRecord: Sendable, Codable {
         source: RequestSource, result: Result, atsRequired: Bool, ruleChain: [String], rule: String, fix: String? = nil,
         errorCode: Int? = nil, streamError: String? = nil, status: Int? = nil, tls: [String: String]? = nil,
         requestHeaders: [HeaderField] = [], responseHeaders: [HeaderField] = [], bytesFromClient: Int = 0,
-        bytesToClient: Int = 0, durationMilliseconds: Double = 0, consoleLines: [String] = []
+        bytesToClient: Int = 0, durationMilliseconds: Double = 0, consoleLines: [String] = [],
+        retriedOnNewConnection: Bool? = nil
     ) {
         self.time = time
         self.clientAddress = clientAddress
@@ -86,6 +90,7 @@ public struct RequestRecord: Sendable, Codable {
         self.bytesToClient = bytesToClient
         self.durationMilliseconds = durationMilliseconds
         self.consoleLines = consoleLines
+        self.retriedOnNewConnection = retriedOnNewConnection
     }
 }
 

@@ -102,6 +102,8 @@ public struct ProxySession {
         var onReusedUpstream = false
         /// Some of the response arrived (after that a lost connection is never retried).
         var responseBytesSeen = false
+        /// The request was sent again on a new connection (logged with the record).
+        var retried = false
 
         init(
             number: Int, start: Date, method: String, url: String, target: RequestTarget, decision: ATSDecision,
@@ -1013,6 +1015,7 @@ public struct ProxySession {
             // CFNetwork, send the idempotent request once more, on a connection opened for it.
             exchange.retryHead = nil
             exchange.onReusedUpstream = false
+            exchange.retried = true
             self.exchange = exchange
             pendingUpstream = []
             openUpstream(key, reusable: false)
@@ -1245,7 +1248,8 @@ public struct ProxySession {
             requestHeaders: exchange.requestHeaders.map { RequestRecord.HeaderField(name: $0.name, value: $0.value) },
             responseHeaders: exchange.responseHeaders.map { RequestRecord.HeaderField(name: $0.name, value: $0.value) },
             bytesFromClient: exchange.bytesFromClient, bytesToClient: exchange.bytesToClient,
-            durationMilliseconds: now.timeIntervalSince(exchange.start) * 1000, consoleLines: exchange.consoleLines)
+            durationMilliseconds: now.timeIntervalSince(exchange.start) * 1000, consoleLines: exchange.consoleLines,
+            retriedOnNewConnection: exchange.retried ? true : nil)
         commands.append(.log(record))
     }
 
