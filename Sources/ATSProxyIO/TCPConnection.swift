@@ -437,6 +437,9 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
             if code == EINTR { continue }
             if code == EAGAIN || code == EWOULDBLOCK {
                 readReady = false
+                // A peer that shut down its side would have given EOF: the hang-up report was a guess (a
+                // Dispatch read report with no bytes queued can be a race), so short reads end the turn again.
+                peerHungUp = false
                 return
             }
             readReady = false
