@@ -164,7 +164,7 @@ struct ProxyOptions: ParsableArguments {
         settings.idleTimeout = idleTimeout
         settings.exchangeTimeout = exchangeTimeout
         // Without a pool, an idle client's upstream handed back after the linger would just be closed: keep it.
-        if upstreamIdleTimeout == 0 { settings.upstreamLinger = 0 }
+        if Int(upstreamIdleTimeout * 1000) == 0 { settings.upstreamLinger = 0 }
         settings.upgradePort = upgradePort
         let addresses = (listenOverride ?? listen).compactMap(ListenAddress.init(parsing:))
         settings.selfAuthorities = AuthorityBook(Self.selfAuthorities(addresses))

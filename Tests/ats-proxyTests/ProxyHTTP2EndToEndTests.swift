@@ -97,6 +97,18 @@ import Testing
         #expect(stack.origin.events("CONNECTION-OPENED").allSatisfy { $0["protocol"] == upstream })
     }
 
+    @Test func connectionAuthenticationGoesOverHTTP1EvenWhenTheOriginSpeaksH2() throws {
+        // NTLM and Negotiate authenticate the connection: such a request gets an HTTP/1.1 connection of its
+        // own instead of a stream of the shared h2 link (servers refuse it there with HTTP_1_1_REQUIRED).
+        let stack = try H2Stack(alpn: "both")
+        #expect(try stack.curl("/tiny", client: "h2").status == 200)
+        let authenticated = try stack.curl(
+            "/tiny", client: "h2", ["-H", "Authorization: NTLM TlRMTVNTUAABAAAAB4IIog=="])
+        #expect(authenticated.status == 200)
+        let requests = stack.origin.events("REQUEST")
+        #expect(requests.map { $0["protocol"] } == ["h2", "http/1.1"], "\(stack.origin.lines)")
+    }
+
     @Test func jsonLogRecordsEachClientsProtocol() throws {
         let stack = try H2Stack(alpn: "both", proxyArguments: ["--log-format", "json"])
         #expect(try stack.curl("/tiny", client: "h2").version == "2")

@@ -510,10 +510,10 @@ final class HTTP2Frontend {
         streams[id] = stream
     }
 
-    /// After the session sent what the client's windows allow, bytes still buffered belong to streams whose
-    /// client is not reading. Those streams pause once the connection as a whole holds too much (a stream
-    /// whose bytes went out is never paused for the others); paused streams resume when their own buffer is
-    /// low and either it is empty (the client reads it) or the connection fell below its low mark.
+    /// After the session sent what the client's windows allow, a stream with bytes left and no window left is one
+    /// the client is not reading. Those streams pause once the connection as a whole holds too much (a stream
+    /// with an open window is never paused for the others); paused streams resume when their own buffer is low
+    /// and the client reads them again (buffer empty or window open) or the connection fell below its low mark.
     private func updateResponsePauses() {
         let total = session.bufferedOutboundTotal
         let overConnectionMark = total > Self.connectionResponseHighWatermark
@@ -523,12 +523,14 @@ final class HTTP2Frontend {
             let buffered = session.bufferedOutboundBytes(stream: id)
             if stream.upstreamPaused {
                 guard buffered <= Self.responseLowWatermark,
-                    buffered == 0 || total <= Self.connectionResponseLowWatermark
+                    buffered == 0 || total <= Self.connectionResponseLowWatermark || session.sendWindow(stream: id) > 0
                 else { continue }
                 streams[id]?.upstreamPaused = false
                 pausedStreams -= 1
                 output.commands.append(.stream(lane, .resumeUpstreamReads))
-            } else if overConnectionMark && buffered > 0 && stream.response == .streaming {
+            } else if overConnectionMark && buffered > 0 && stream.response == .streaming
+                && session.sendWindow(stream: id) == 0
+            {
                 streams[id]?.upstreamPaused = true
                 pausedStreams += 1
                 output.commands.append(.stream(lane, .pauseUpstreamReads))

@@ -517,9 +517,11 @@ public struct ProxySession {
             return
         }
         let permissive = services.settings.mode == .report && requirements != nil
+        // Upgrades and connection-oriented authentication need a connection of their own: HTTP/1.1 only, never
+        // a stream of a shared HTTP/2 link (servers refuse NTLM over h2 with HTTP_1_1_REQUIRED).
         let key = UpstreamKey(
             host: host, port: port, requirements: requirements, permissive: permissive,
-            http1Only: exchange.isUpgradeRequest)
+            http1Only: exchange.isUpgradeRequest || Self.bindsConnection(request: head.headers, response: [:]))
         var upstreamHead = head.forOrigin()
         // The proxy speaks its own version upstream (RFC 9112 §2.5), whatever the client sent.
         upstreamHead.version = .http11
