@@ -64,7 +64,7 @@ extension HTTP2Session {
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         block.fields.append(
-            HTTP2Header(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            HTTP2Header(String(decoding: name, as: UTF8.self), FieldValueBytes.string(from: value)))
         inboundHeaders[stream] = block
         return 0
     }

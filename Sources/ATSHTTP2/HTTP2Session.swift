@@ -414,7 +414,7 @@ public final class HTTP2Session {
         var storage: [UnsafeMutablePointer<UInt8>] = []
         defer { storage.forEach { $0.deallocate() } }
         func copy(_ string: String) -> (UnsafeMutablePointer<UInt8>, Int) {
-            let bytes = Array(string.utf8)
+            let bytes = FieldValueBytes.bytes(of: string)
             let pointer = UnsafeMutablePointer<UInt8>.allocate(capacity: max(bytes.count, 1))
             pointer.initialize(from: bytes, count: bytes.count)
             storage.append(pointer)

@@ -388,6 +388,34 @@ struct ProxyStack {
         }.count
     }
 
+    /// A field value byte that is not UTF-8 (obs-text, e.g. Latin-1) is relayed as it is, both ways.
+    @Test(arguments: ["api", "legacy"])
+    func obsTextBytesInHeaderValuesAreRelayedUnchanged(origin: String) throws {
+        let stack = try ProxyStack()
+        let base = origin == "api" ? stack.api : stack.legacy
+        // curl -D writes the response head byte for byte.
+        let headPath = stack.directory.file("latin1-head-\(origin)")
+        let fetched = try E2E.run(
+            "/usr/bin/curl",
+            [
+                "-s", "-S", "--http1.1", "--max-time", "20", "-x", "http://\(stack.proxy.address)", "--cacert",
+                stack.proxy.caPath, "-D", headPath, "-o", "/dev/null", "\(base)/latin1",
+            ], timeout: 25)
+        #expect(fetched.status == 0, "\(fetched.stderrText)")
+        let head = [UInt8](FileManager.default.contents(atPath: headPath) ?? Data())
+        let line = Array("X-Latin1: caf".utf8) + [0xE9, 0x0D, 0x0A]
+        #expect(head.indices.contains { head[$0...].starts(with: line) }, "\(String(decoding: head, as: UTF8.self))")
+
+        // Request direction: curl reads the header line from a file (arguments cannot carry the byte).
+        let headerFile = stack.directory.file("latin1-request-header")
+        try Data(Array("X-Latin1: caf".utf8) + [0xE9]).write(to: URL(fileURLWithPath: headerFile))
+        let echoed = try stack.curl("\(base)/headers", ["-H", "@\(headerFile)"])
+        #expect(echoed.httpCode == 200)
+        // The origin decodes header bytes as Latin-1 and answers in JSON: 0xE9 arrives as U+00E9.
+        let pairs = try JSONSerialization.jsonObject(with: echoed.body) as? [[String]] ?? []
+        #expect(pairs.contains(["X-Latin1", "caf\u{e9}"]), "\(pairs)")
+    }
+
     @Test func http10ClientGetsAnHTTP10CompatibleAnswer() throws {
         let stack = try ProxyStack()
         let result = try stack.curl("\(stack.legacy)/chunked?n=50000", ["--http1.0"])

@@ -1,3 +1,5 @@
+import ATSHTTP2
+
 /// Turns a complete header section (as collected by `HTTP1HeadScanner`) into a typed head.
 ///
 /// Stateless. Applies the line-level rules of RFC 9112 §3–§5: start-line syntax, field-name tokens,
@@ -97,7 +99,7 @@ enum HTTP1HeadParser {
             while let byte = value.last, byte == HTTP1ASCII.space || byte == HTTP1ASCII.htab { value.removeLast() }
             guard value.allSatisfy(HTTP1ASCII.isFieldValueCharacter) else { throw HTTP1ParseError(.invalidFieldValue) }
             fields.append(
-                HTTP1Field(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self)))
+                HTTP1Field(name: String(decoding: name, as: UTF8.self), value: FieldValueBytes.string(from: value)))
         }
         return HTTP1Headers(fields)
     }

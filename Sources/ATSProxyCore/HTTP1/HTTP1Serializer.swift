@@ -1,3 +1,5 @@
+import ATSHTTP2
+
 /// Writes HTTP/1.1 message heads and chunked framing into a caller-owned byte buffer.
 ///
 /// Stateless: appending into `inout [UInt8]` lets the connection reuse one output buffer and
@@ -55,7 +57,7 @@ public enum HTTP1Serializer {
             buffer.append(contentsOf: field.name.utf8)
             buffer.append(HTTP1ASCII.colon)
             buffer.append(HTTP1ASCII.space)
-            buffer.append(contentsOf: field.value.utf8)
+            FieldValueBytes.append(field.value, to: &buffer)
             buffer.append(contentsOf: HTTP1ASCII.crlf)
         }
     }

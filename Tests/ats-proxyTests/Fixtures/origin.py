@@ -20,6 +20,7 @@ Routes:
                             body is read first); on a later one a clean close without answering,
                             like an origin whose keep-alive timeout struck as the request arrived
   GET  /ws                  WebSocket (RFC 6455) echo of text and binary messages
+  GET  /latin1              200 with the header X-Latin1: caf<0xE9> (one obs-text byte, not UTF-8)
 Every response carries X-Origin: <name> and X-Conn: <per-connection number>.
 """
 
@@ -207,6 +208,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
         elif path == "/close-if-reused":
             self.close_if_reused()
+        elif path == "/latin1":
+            # send_header encodes with Latin-1: the value goes out as the single byte 0xE9.
+            self.simple(200, b"latin1\n", extra=[("X-Latin1", "caf\u00e9")])
         elif path == "/ws":
             self.websocket()
         else:

@@ -1,0 +1,70 @@
+import ATSHTTP2
+import Testing
+
+@testable import ATSProxyCore
+
+/// Field values keep their bytes through decoding and encoding, including bytes that are not UTF-8.
+@Suite struct FieldValueBytesTests {
+    @Test(arguments: ["", "gzip, deflate", "Mozilla/5.0 (iPhone; CPU iPhone OS 18_0 like Mac OS X)", "café ☕︎ 😀"])
+    func validUTF8DecodesAsBeforeAndEncodesToTheSameBytes(text: String) {
+        let bytes = Array(text.utf8)
+        #expect(FieldValueBytes.string(from: bytes) == String(decoding: bytes, as: UTF8.self))
+        #expect(FieldValueBytes.bytes(of: FieldValueBytes.string(from: bytes)) == bytes)
+    }
+
+    @Test func latin1AndBrokenSequencesSurviveByteForByte() {
+        let cases: [[UInt8]] = [
+            [0x63, 0x61, 0x66, 0xE9],  // "café" in Latin-1
+            [0xE2, 0x82, 0x41],  // a truncated 3-byte sequence, then "A"
+            [0xFF, 0xFE, 0x80, 0xBF],  // never valid in UTF-8
+            [0xC3, 0xA9, 0xE9, 0xC3],  // valid "é", Latin-1 "é", a lone lead byte
+        ]
+        for bytes in cases {
+            #expect(FieldValueBytes.bytes(of: FieldValueBytes.string(from: bytes)) == bytes, "\(bytes)")
+        }
+        #expect(FieldValueBytes.string(from: [0xE2, 0x82, 0x41]).hasSuffix("A"))
+        #expect(FieldValueBytes.string(from: [0x63, 0x61, 0x66, 0xE9]).hasPrefix("caf"))
+    }
+
+    @Test func everyByteSequenceRoundTrips() {
+        var generator = SplitMix(seed: 42)
+        for _ in 0..<2_000 {
+            let count = Int(generator.next() % 24)
+            // Mostly high bytes: the interesting ones.
+            let bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next() | 0x40) }
+            let escapesItself = String(validating: bytes, as: UTF8.self)?.unicodeScalars.contains {
+                $0.value >= 0x10_FF80 && $0.value <= 0x10_FFFF
+            }
+            guard escapesItself != true else { continue }
+            #expect(FieldValueBytes.bytes(of: FieldValueBytes.string(from: bytes)) == bytes, "\(bytes)")
+        }
+    }
+
+    @Test func anHTTP1HeadKeepsAnObsTextByteFromParserToSerializer() throws {
+        let head = Array("HTTP/1.1 200 OK\r\nX-Latin1: caf".utf8) + [0xE9] + Array("\r\nContent-Length: 0\r\n\r\n".utf8)
+        var parser = HTTP1Parser(role: .response)
+        parser.requestSent(method: "GET")
+        let events = parser.feed(head)
+        guard case .response(let parsed, _) = events.first else {
+            Issue.record("no response head: \(events)")
+            return
+        }
+        var written: [UInt8] = []
+        HTTP1Serializer.writeResponseHead(parsed, into: &written)
+        let line = Array("X-Latin1: caf".utf8) + [0xE9, 0x0D, 0x0A]
+        #expect(written.indices.contains { written[$0...].starts(with: line) })
+    }
+}
+
+/// A small deterministic generator for the round-trip cases.
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
