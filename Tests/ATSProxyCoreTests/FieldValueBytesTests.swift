@@ -27,7 +27,7 @@ import Testing
     }
 
     @Test func everyByteSequenceRoundTrips() {
-        var generator = SplitMix(seed: 42)
+        var generator = HTTP1FuzzTests.SplitMix(state: 42)
         for _ in 0..<2_000 {
             let count = Int(generator.next() % 24)
             // Mostly high bytes: the interesting ones.
@@ -53,18 +53,5 @@ import Testing
         HTTP1Serializer.writeResponseHead(parsed, into: &written)
         let line = Array("X-Latin1: caf".utf8) + [0xE9, 0x0D, 0x0A]
         #expect(written.indices.contains { written[$0...].starts(with: line) })
-    }
-}
-
-/// A small deterministic generator for the round-trip cases.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
