@@ -104,6 +104,8 @@ public struct ProxySession {
         var responseBytesSeen = false
         /// The request was sent again on a new connection (logged with the record).
         var retried = false
+        /// The request's Authorization names NTLM or Negotiate (`namesConnectionAuthentication`).
+        var authenticatesConnection = false
 
         init(
             number: Int, start: Date, method: String, url: String, target: RequestTarget, decision: ATSDecision,
@@ -519,9 +521,10 @@ public struct ProxySession {
         let permissive = services.settings.mode == .report && requirements != nil
         // Upgrades and connection-oriented authentication need a connection of their own: HTTP/1.1 only, never
         // a stream of a shared HTTP/2 link (servers refuse NTLM over h2 with HTTP_1_1_REQUIRED).
+        exchange.authenticatesConnection = Self.namesConnectionAuthentication(head.headers.values("Authorization"))
         let key = UpstreamKey(
             host: host, port: port, requirements: requirements, permissive: permissive,
-            http1Only: exchange.isUpgradeRequest || Self.bindsConnection(request: head.headers, response: [:]))
+            http1Only: exchange.isUpgradeRequest || exchange.authenticatesConnection)
         var upstreamHead = head.forOrigin()
         // The proxy speaks its own version upstream (RFC 9112 §2.5), whatever the client sent.
         upstreamHead.version = .http11
@@ -593,20 +596,18 @@ public struct ProxySession {
         exchange.bytesFromClient += slice.count
         switch exchange.kind {
         case .local, .probe:
-            self.exchange = exchange
+            break  // Answered locally or a probe: the body is counted and dropped.
         case .forward:
             var framed: [UInt8] = []
             do {
                 try exchange.requestWriter.write(slice, into: &framed)
             } catch {
-                self.exchange = exchange
                 answerLocally(
                     status: 400, reason: "Bad Request", body: "ats-proxy: request body longer than declared\n",
                     keepAlive: false)
                 close()
                 return
             }
-            self.exchange = exchange
             sendToUpstream(framed)
         }
     }
@@ -622,7 +623,6 @@ public struct ProxySession {
             exchange.requestBodyFinished = true
             var framed: [UInt8] = []
             try? exchange.requestWriter.finish(trailers: trailers ?? [:], into: &framed)
-            self.exchange = exchange
             if !framed.isEmpty {
                 sendToUpstream(framed)
                 guard self.exchange != nil else { return }
@@ -630,7 +630,6 @@ public struct ProxySession {
         }
         if trailers != nil { return }
         exchange.requestDone = true
-        self.exchange = exchange
         finishIfComplete()
     }
 
@@ -864,7 +863,6 @@ public struct ProxySession {
         guard let exchange else { return }
         exchange.responseBytesSeen = true
         let events = exchange.responseParser.feed(bytes)
-        self.exchange = exchange
         processResponse(events)
     }
 
@@ -877,14 +875,15 @@ public struct ProxySession {
                 if head.isInterim {
                     var bytes: [UInt8] = []
                     HTTP1Serializer.writeResponseHead(head, into: &bytes)
-                    self.exchange = exchange
                     sendToClient(bytes)
                     continue
                 }
                 exchange.responseStarted = true
                 exchange.responseStatus = head.status
                 exchange.responseHeaders = head.headers
-                if Self.bindsConnection(request: exchange.requestHeaders, response: head.headers) {
+                if exchange.authenticatesConnection
+                    || Self.namesConnectionAuthentication(head.headers.values("WWW-Authenticate"))
+                {
                     // Connection-oriented authentication: this upstream belongs to this client from now on.
                     upstreamShareable = false
                 }
@@ -919,25 +918,21 @@ public struct ProxySession {
                 exchange.responseWriter = HTTP1BodyWriter(framing: clientFraming)
                 var bytes: [UInt8] = []
                 HTTP1Serializer.writeResponseHead(clientHead, into: &bytes)
-                self.exchange = exchange
                 sendToClient(bytes)
             case .body(let slice):
                 var framed: [UInt8] = []
                 try? exchange.responseWriter?.write(slice, into: &framed)
                 exchange.bytesToClient += slice.count
-                self.exchange = exchange
                 sendToClient(framed)
             case .trailers(let trailers):
                 var framed: [UInt8] = []
                 try? exchange.responseWriter?.finish(trailers: trailers, into: &framed)
                 exchange.responseWriter = nil
-                self.exchange = exchange
                 sendToClient(framed)
             case .messageEnd:
                 if !exchange.responseStarted {
                     // End of an interim (1xx) response: the final one follows.
                     let more = exchange.responseParser.resume()
-                    self.exchange = exchange
                     pending = (more + pending)[...]
                     continue
                 }
@@ -945,18 +940,15 @@ public struct ProxySession {
                     var framed: [UInt8] = []
                     try? writer.finish(into: &framed)
                     exchange.responseWriter = nil
-                    self.exchange = exchange
                     sendToClient(framed)
                     guard self.exchange != nil else { return }
                 }
                 exchange.responseDone = true
-                self.exchange = exchange
                 finishIfComplete()
             case .upgraded(let remaining):
                 // 101 Switching Protocols: relay raw bytes both ways from here on.
                 exchange.responseDone = true
                 exchange.requestDone = true
-                self.exchange = exchange
                 logExchange()
                 self.exchange = nil
                 phase = .relay
@@ -1004,7 +996,6 @@ public struct ProxySession {
         if exchange.responseStarted {
             let events = exchange.responseParser.inputClosed()
             exchange.upstreamKeepAlive = false
-            self.exchange = exchange
             if events.contains(where: { if case .failed = $0 { true } else { false } }) || events.isEmpty {
                 if !(self.exchange?.responseDone ?? true) { closeUpstreamAndClient() }
                 return
@@ -1018,7 +1009,6 @@ public struct ProxySession {
             exchange.retryHead = nil
             exchange.onReusedUpstream = false
             exchange.retried = true
-            self.exchange = exchange
             pendingUpstream = []
             openUpstream(key, reusable: false)
             sendToUpstream(head)
@@ -1037,7 +1027,6 @@ public struct ProxySession {
         if let exchange {
             exchange.responseStatus = 200
             exchange.responseDone = true
-            self.exchange = exchange
             logExchange()
         }
         exchange = nil
@@ -1068,7 +1057,6 @@ public struct ProxySession {
             fix: verdict.fix, consoleLines: exchange.consoleLines)
         let wasProbe = exchange.kind == .probe
         exchange.kind = .local
-        self.exchange = exchange
         pendingUpstream = []
         if wasProbe {
             commands.append(.writeToClient(response.serialized(keepAlive: false)))
@@ -1100,7 +1088,6 @@ public struct ProxySession {
                     code: code, url: exchange.url, host: exchange.target.host, platform: platform, context: context)
         ]
         exchange.kind = .local
-        self.exchange = exchange
         pendingUpstream = []
         respondLocally(
             ATSErrorResponse.upstreamFailure(
@@ -1123,7 +1110,6 @@ public struct ProxySession {
         exchange.bytesToClient += response.body.utf8.count
         exchange.responseDone = true
         exchange.upstreamKeepAlive = false
-        self.exchange = exchange
         sendToClient(bytes)
         finishIfComplete()
     }
@@ -1213,7 +1199,6 @@ public struct ProxySession {
         if let exchange, !exchange.responseDone {
             exchange.result = .failed
             exchange.rule = "the client closed the connection before the response was complete"
-            self.exchange = exchange
             logExchange()
             self.exchange = nil
         }
@@ -1282,22 +1267,19 @@ public struct ProxySession {
         phase = .closed
     }
 
-    /// Whether an exchange authenticates the connection rather than the request (NTLM, Negotiate/Kerberos:
-    /// RFC 4559): the origin then treats later requests on it as that user's, so the connection must never be
-    /// handed to another client.
-    static func bindsConnection(request: HTTP1Headers, response: HTTP1Headers) -> Bool {
+    /// Whether any of `values` (of Authorization or WWW-Authenticate) names a scheme that authenticates the
+    /// connection rather than the request (NTLM, Negotiate/Kerberos: RFC 4559): the origin then treats later
+    /// requests on it as that user's, so the connection must never be handed to another client.
+    static func namesConnectionAuthentication(_ values: [String]) -> Bool {
         // The first token of each comma-separated element (a parameter that looks like one only errs on the
         // safe side: the connection is not shared).
-        func connectionScheme(_ value: String) -> Bool {
-            value.utf8.split(separator: UInt8(ascii: ",")).contains { element in
-                let scheme = element.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
-                    .prefix { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
+        values.contains { value in
+            HTTP1ASCII.forEachListElement(of: value) { element in
+                let scheme = element.prefix { $0 != HTTP1ASCII.space && $0 != HTTP1ASCII.htab }
                 return HTTP1ASCII.equalsIgnoringCase(scheme, "NTLM".utf8)
                     || HTTP1ASCII.equalsIgnoringCase(scheme, "Negotiate".utf8)
             }
         }
-        return request.values("Authorization").contains(where: connectionScheme)
-            || response.values("WWW-Authenticate").contains(where: connectionScheme)
     }
 
     /// An idle, judged, shareable upstream goes back to the loop's pool; anything else is closed.
@@ -1330,7 +1312,6 @@ public struct ProxySession {
             exchange.result = .failed
             exchange.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
             exchange.rule = "the connection to the origin was lost before the response was complete"
-            self.exchange = exchange
             logExchange()
             self.exchange = nil
         }
