@@ -28,16 +28,27 @@ import Testing
 
     @Test func everyByteSequenceRoundTrips() {
         var generator = HTTP1FuzzTests.SplitMix(state: 42)
+        var sawValidMultiByte = false
         for _ in 0..<2_000 {
             let count = Int(generator.next() % 24)
-            // Mostly high bytes: the interesting ones.
-            let bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next() | 0x40) }
+            // Half ASCII, half 0x80–0xFF: lead and continuation bytes, so valid multi-byte sequences form
+            // among broken ones.
+            let bytes = (0..<count).map { _ -> UInt8 in
+                let value = generator.next()
+                return UInt8(truncatingIfNeeded: value & 0x7F) | (value & 0x100 != 0 ? 0x80 : 0)
+            }
             let escapesItself = String(validating: bytes, as: UTF8.self)?.unicodeScalars.contains {
                 $0.value >= 0x10_FF80 && $0.value <= 0x10_FFFF
             }
             guard escapesItself != true else { continue }
-            #expect(FieldValueBytes.bytes(of: FieldValueBytes.string(from: bytes)) == bytes, "\(bytes)")
+            let text = FieldValueBytes.string(from: bytes)
+            // A decoded non-ASCII scalar outside the escape range: a valid multi-byte sequence was kept as UTF-8.
+            if text.unicodeScalars.contains(where: { $0.value >= 0x80 && $0.value < 0x10_FF00 }) {
+                sawValidMultiByte = true
+            }
+            #expect(FieldValueBytes.bytes(of: text) == bytes, "\(bytes)")
         }
+        #expect(sawValidMultiByte, "the generator never formed a valid multi-byte sequence")
     }
 
     @Test func anHTTP1HeadKeepsAnObsTextByteFromParserToSerializer() throws {
