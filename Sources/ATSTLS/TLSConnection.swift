@@ -236,6 +236,9 @@ public final class TLSConnection {
     private var transportEnded = false
     /// OpenSSL's record buffers were freed and no record operation ran since.
     private var buffersReleased = false
+    /// Server role, TLS 1.3: a session ticket is owed and goes out with the first application
+    /// bytes (see `ServerTLSContext`), not on its own right after the handshake.
+    private var ticketOwed = false
 
     // Upstream session resumption (client role; see `UpstreamSessionCache`).
     /// Where sessions the server issues go, and under which key (nil: no resumption).
@@ -402,6 +405,8 @@ public final class TLSConnection {
         let result = SSL_do_handshake(ssl)
         if result == 1 {
             state = .established
+            ticketOwed =
+                context.role == .server && context.defersSessionTicket && SSL_version(ssl) == TLS1_3_VERSION
             return .complete
         }
         let error = SSL_get_error(ssl, result)
@@ -436,6 +441,12 @@ public final class TLSConnection {
         // Room for the records up front (≤ 16 KiB of plaintext each, plus header, tag and padding
         // byte), so that the output does not grow and copy itself record by record.
         outbound.reserveCapacity(outbound.count + bytes.count + (bytes.count / 16384 + 1) * 32)
+        if ticketOwed {
+            // Queued now, OpenSSL writes the NewSessionTicket just before these bytes' records, so
+            // that both leave in one segment and wake the client once. A failure only costs resumption.
+            ticketOwed = false
+            if SSL_new_session_ticket(ssl) != 1 { ERR_clear_error() }
+        }
         return bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {

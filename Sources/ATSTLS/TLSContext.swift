@@ -44,6 +44,8 @@ public final class TLSContext: @unchecked Sendable {
     var alpnSelector: (@Sendable ([String]) -> String?)?
     /// Bytes of the client ALPN list (length-prefixed) of a client context.
     private(set) var alpnWire: [UInt8] = []
+    /// Server role: TLS 1.3 connections send one session ticket with their first application bytes.
+    private(set) var defersSessionTicket = false
 
     public init(role: TLSRole) throws {
         guard let context = SSL_CTX_new(role == .client ? TLS_client_method() : TLS_server_method()) else {
@@ -61,6 +63,14 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     deinit { SSL_CTX_free(pointer) }
+
+    /// Server role: instead of OpenSSL's tickets right after the handshake (a record of their own, which
+    /// costs a write and wakes the client), each TLS 1.3 connection sends one ticket just before its
+    /// first application bytes, in the same flush. TLS 1.2 tickets are part of the handshake and unchanged.
+    public func deferSessionTicketToFirstWrite() {
+        _ = SSL_CTX_set_num_tickets(pointer, 0)
+        defersSessionTicket = true
+    }
 
     /// Lowest and highest protocol versions.
     public func setVersions(minimum: TLSProtocolVersion, maximum: TLSProtocolVersion) throws {
@@ -216,8 +226,9 @@ public final class ServerTLSContext: Sendable {
         try context.setTLS13Suites("TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256")
         _ = ats_SSL_CTX_set_session_cache_mode(context.pointer, Int(SSL_SESS_CACHE_SERVER))
         // Resumption for clients that come back: TLS 1.3 tickets are stateless (nothing cached
-        // here); one per handshake instead of OpenSSL's two halves the ticket work.
-        _ = SSL_CTX_set_num_tickets(context.pointer, 1)
+        // here); one per handshake instead of OpenSSL's two halves the ticket work, and it rides
+        // with the first response instead of costing a write of its own.
+        context.deferSessionTicketToFirstWrite()
         context.setSNIProvider(leaves)
         context.setALPNSelector(alpn)
         self.context = context

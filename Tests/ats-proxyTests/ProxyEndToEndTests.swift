@@ -248,6 +248,53 @@ struct ProxyStack {
                 ).joined(separator: ", ").wrappedInBrackets, "\(plain.stderrText)")
     }
 
+    @Test func clientSessionTicketRidesWithTheFirstResponseAndResumes() throws {
+        // TLS 1.3 through a CONNECT tunnel: after the handshake the proxy stays silent (no ticket
+        // record of its own, which would cost a write and wake the client), the first response
+        // brings a ticket, and a second tunnel resumes with it.
+        let stack = try ProxyStack()
+        let script = """
+            import select, socket, ssl, sys, json
+            port, ca, origin = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+            ctx = ssl.create_default_context(cafile=ca)
+            ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+            def tunnel(session=None):
+                s = socket.create_connection(("127.0.0.1", port), timeout=10)
+                s.sendall(f"CONNECT api.example.test:{origin} HTTP/1.1\\r\\nHost: api.example.test:{origin}\\r\\n\\r\\n".encode())
+                head = b""
+                while not head.endswith(b"\\r\\n\\r\\n"):
+                    head += s.recv(1)
+                assert head.startswith(b"HTTP/1.1 200"), head
+                return ctx.wrap_socket(s, server_hostname="api.example.test", session=session)
+            def get(t):
+                t.sendall(f"GET /hello HTTP/1.1\\r\\nHost: api.example.test:{origin}\\r\\n\\r\\n".encode())
+                data = b""
+                while b"hello from" not in data:
+                    chunk = t.recv(4096)
+                    if not chunk: break
+                    data += chunk
+                return data.split(b"\\r\\n")[0].decode()
+            first = tunnel()
+            quiet = select.select([first], [], [], 0.5)[0] == []
+            status = get(first)
+            session = first.session
+            second = tunnel(session)
+            status2 = get(second)
+            print(json.dumps({"quiet": quiet, "status": status, "ticket": bool(session and session.has_ticket),
+                "reused": second.session_reused, "status2": status2}))
+            """
+        let python = try E2E.run(
+            "/usr/bin/python3",
+            ["-c", script, "\(stack.proxy.port)", stack.proxy.caPath, "\(stack.tlsOrigin.port)"], timeout: 30)
+        #expect(python.status == 0, "\(python.stderrText)")
+        let result = (try? JSONSerialization.jsonObject(with: python.stdout) as? [String: Any]) ?? [:]
+        #expect(result["quiet"] as? Bool == true, "the proxy sent something before the first request: \(result)")
+        #expect(result["status"] as? String == "HTTP/1.1 200 OK", "\(result)")
+        #expect(result["ticket"] as? Bool == true, "no session ticket with the first response: \(result)")
+        #expect(result["reused"] as? Bool == true, "the second tunnel did not resume: \(result)")
+        #expect(result["status2"] as? String == "HTTP/1.1 200 OK", "\(result)")
+    }
+
     @Test func expectContinueIsRelayedBeforeTheBody() throws {
         let stack = try ProxyStack()
         let client = try RawClient(port: stack.proxy.port, timeout: 5)
