@@ -156,6 +156,19 @@ public struct RequestTarget: Sendable, Hashable, Codable, CustomStringConvertibl
         return nonASCII && text.contains(where: \.isWhitespace)
     }
 
+    /// The same scheme, host and port under another URL (a different path on the same origin).
+    public func withURL(_ url: String) -> RequestTarget {
+        RequestTarget(scheme: scheme, normalizedHost: host, port: port, url: url)
+    }
+
+    /// Memberwise, for a host that is lower-cased already.
+    private init(scheme: URLScheme, normalizedHost: String, port: Int, url: String) {
+        self.scheme = scheme
+        self.host = normalizedHost
+        self.port = port
+        self.url = url
+    }
+
     /// The IP address if the host is an IP literal.
     public var ipAddress: IPAddress? { IPAddress(parsing: host) }
 

@@ -97,9 +97,14 @@ enum HTTP1HeadParser {
             var value = line[(colon + 1)...]
             while let byte = value.first, byte == HTTP1ASCII.space || byte == HTTP1ASCII.htab { value.removeFirst() }
             while let byte = value.last, byte == HTTP1ASCII.space || byte == HTTP1ASCII.htab { value.removeLast() }
-            guard value.allSatisfy(HTTP1ASCII.isFieldValueCharacter) else { throw HTTP1ParseError(.invalidFieldValue) }
-            fields.append(
-                HTTP1Field(name: String(decoding: name, as: UTF8.self), value: FieldValueBytes.string(from: value)))
+            var ascii = true
+            for byte in value {
+                guard HTTP1ASCII.isFieldValueCharacter(byte) else { throw HTTP1ParseError(.invalidFieldValue) }
+                if byte >= 0x80 { ascii = false }
+            }
+            // Nearly every value is ASCII: decode it directly; obs-text takes the lossless path.
+            let text = ascii ? String(decoding: value, as: UTF8.self) : FieldValueBytes.string(from: value)
+            fields.append(HTTP1Field(name: String(decoding: name, as: UTF8.self), value: text))
         }
         return HTTP1Headers(fields)
     }

@@ -150,6 +150,9 @@ public struct ProxySession {
     var clientTLS: TLSConnection?
     /// The CONNECT authority of an intercepted tunnel.
     var tunnel: (host: String, port: Int)?
+    /// The tunnel's origin as a target (URL `https://host[:port]/`), parsed once at CONNECT: every
+    /// request inside the tunnel goes there, so only its URL changes from request to request.
+    var tunnelTarget: RequestTarget?
     var exchange: Exchange?
     var upstream: Upstream = .none
     /// Plaintext waiting for the upstream to become ready.
@@ -191,6 +194,7 @@ public struct ProxySession {
         taskUUID = parent.taskUUID
         taskIDPrefix = parent.taskIDPrefix
         tunnel = parent.tunnel
+        tunnelTarget = parent.tunnelTarget
         isStreamSession = true
         clientProtocol = "h2"
     }
@@ -408,13 +412,18 @@ public struct ProxySession {
             return
         }
         let target: RequestTarget
-        do {
-            target = try RequestTarget(parsing: url)
-        } catch {
-            answerLocally(status: 400, reason: "Bad Request", body: "ats-proxy: \(error)\n", keepAlive: false)
-            return
+        if inTunnel, let tunnelTarget {
+            // The CONNECT target was parsed and checked against the proxy's own addresses already.
+            target = tunnelTarget.withURL(url)
+        } else {
+            do {
+                target = try RequestTarget(parsing: url)
+            } catch {
+                answerLocally(status: 400, reason: "Bad Request", body: "ats-proxy: \(error)\n", keepAlive: false)
+                return
+            }
         }
-        if isSelf(host: target.host, port: target.port) {
+        if !inTunnel && isSelf(host: target.host, port: target.port) {
             answerLocally(
                 status: 508, reason: "Loop Detected", body: "ats-proxy: the request is addressed to the proxy itself\n",
                 keepAlive: false)
@@ -461,10 +470,12 @@ public struct ProxySession {
     }
 
     private func tunnelURL(path: String) -> String {
-        guard let tunnel else { return "https://invalid/" }
-        let host = tunnel.host.utf8.contains(UInt8(ascii: ":")) ? "[\(tunnel.host)]" : tunnel.host
-        let port = tunnel.port == 443 ? "" : ":\(tunnel.port)"
-        return "https://\(host)\(port)\(path.hasPrefix("/") || path == "*" ? path : "/" + path)"
+        guard let base = tunnelTarget?.url else { return "https://invalid/" }
+        // The base ends with the root's "/": the path replaces it.
+        var url = String(base.dropLast())
+        if !(path.utf8.first == UInt8(ascii: "/") || path == "*") { url += "/" }
+        url += path
+        return url
     }
 
     private func requestSource(_ head: HTTP1RequestHead) -> RequestSource {
@@ -695,6 +706,7 @@ public struct ProxySession {
             return
         }
         tunnel = (host, port)
+        tunnelTarget = target
         phase = .clientHandshake
         commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
         parser = HTTP1Parser(role: .request)
