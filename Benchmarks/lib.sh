@@ -2,12 +2,13 @@
 #
 # bench_tools        finds (or installs) nginx, h2load and socat
 # bench_build        builds the proxy and the load generator (see Benchmarks/README.md)
-# bench_start        mints certificates, starts nginx and the proxy, smoke-tests both paths
+# bench_start        mints certificates, starts nginx, the proxy and the reference nginx reverse
+#                    proxy (bench_start_rp), smoke-tests all three paths
 #
 # Afterwards: TMP, ORIGIN_PORT (HTTP/1.1 only), ORIGIN_H2_PORT (h2 or HTTP/1.1 by ALPN),
-# STATUS_PORT, PROXY_PORT, AUTHORITY, H2_AUTHORITY, NGINX_PID, PROXY_PID,
-# ORIGIN_PIDS, PROXY_CA, DIRECT=(...), PROXIED=(...) (loadgen arguments), LOADGEN, PROXY_BIN,
-# MEASURED. Every process started here is killed by PID on exit (trap).
+# STATUS_PORT, PROXY_PORT, RP_PORT, AUTHORITY, H2_AUTHORITY, NGINX_PID, PROXY_PID, RP_PID,
+# ORIGIN_PIDS, RP_PIDS, PROXY_CA, DIRECT=(...), PROXIED=(...), NGINX_RP=(...) (loadgen arguments),
+# LOADGEN, PROXY_BIN, MEASURED. Every process started here is killed by PID on exit (trap).
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH="$ROOT/Benchmarks"
@@ -239,6 +240,72 @@ EOF
         || die "direct smoke request failed"
     curl -sS --fail -o /dev/null -x "http://127.0.0.1:$PROXY_PORT" --cacert "$PROXY_CA" "https://$AUTHORITY/tiny" \
         || { cat "$TMP/logs/proxy.log" >&2; die "proxied smoke request failed"; }
+
+    bench_start_rp
+}
+
+# The reference: a second nginx as a TLS-terminating reverse proxy that re-originates TLS to the
+# origin over pooled keep-alive connections, on its own port. The client talks to it as to the
+# origin (TLS to bench.test, verified against the test CA); what it costs per request is what a
+# mature C proxy costs on this machine, in this run.
+bench_start_rp() {
+    free_port RP_PORT
+    mkdir -p "$TMP/rp/logs" "$TMP/rp/temp"
+    cat >"$TMP/rp/nginx.conf" <<EOF
+daemon off;
+worker_processes 2;
+worker_rlimit_nofile 20000;
+pid $TMP/rp/nginx.pid;
+error_log $TMP/rp/logs/error.log warn;
+events { worker_connections 8192; }
+http {
+    access_log off;
+    client_body_temp_path $TMP/rp/temp/body;
+    proxy_temp_path $TMP/rp/temp/proxy;
+    fastcgi_temp_path $TMP/rp/temp/fastcgi;
+    uwsgi_temp_path $TMP/rp/temp/uwsgi;
+    scgi_temp_path $TMP/rp/temp/scgi;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+    upstream origin {
+        server 127.0.0.1:$ORIGIN_PORT;
+        keepalive 64;
+        keepalive_requests 1000000;
+    }
+    server {
+        listen 127.0.0.1:$RP_PORT ssl;
+        server_name bench.test;
+        ssl_certificate $TMP/chain.pem;
+        ssl_certificate_key $TMP/leaf.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        location / {
+            proxy_pass https://origin;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host \$http_host;
+            proxy_ssl_server_name on;
+            proxy_ssl_name bench.test;
+            proxy_ssl_verify on;
+            proxy_ssl_trusted_certificate $TMP/ca.pem;
+            proxy_ssl_session_reuse on;
+        }
+    }
+}
+EOF
+    "$NGINX" -p "$TMP/rp" -c "$TMP/rp/nginx.conf" -e "$TMP/rp/logs/error.log" &
+    RP_PID=$!
+    EXTRA_PIDS+=("$RP_PID")
+    wait_listen "$RP_PORT" "$RP_PID" "nginx-rp"
+    sleep 0.2
+    RP_PIDS=$(pgrep -P "$RP_PID" | tr '\n' ' ')
+    [ -n "$RP_PIDS" ] || die "no nginx-rp workers"
+    local pid
+    NGINX_RP=(--origin "127.0.0.1:$RP_PORT" --authority "$AUTHORITY" --ca "$TMP/ca.pem")
+    for pid in $RP_PIDS; do NGINX_RP+=(--proxy-pid "$pid"); done
+    NGINX_RP+=("${origin_pid_args[@]}")
+    curl -sS --fail -o /dev/null --cacert "$TMP/ca.pem" --resolve "bench.test:$RP_PORT:127.0.0.1" \
+        -H "Host: $AUTHORITY" "https://bench.test:$RP_PORT/tiny" \
+        || { cat "$TMP/rp/logs/error.log" >&2; die "nginx-rp smoke request failed"; }
 }
 
 # CPU seconds (utime + stime) of the given pids, from /proc/PID/stat.
