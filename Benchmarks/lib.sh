@@ -2,8 +2,9 @@
 #
 # bench_tools        finds (or installs) nginx, h2load and socat
 # bench_build        builds the proxy and the load generator (see Benchmarks/README.md)
-# bench_start        mints certificates, starts nginx, the proxy and the reference nginx reverse
-#                    proxy (bench_start_rp), smoke-tests all three paths
+# bench_start        mints certificates, starts nginx and the proxy, smoke-tests both paths
+# bench_start_rp     (after bench_start; Benchmarks/run only) starts the reference nginx reverse
+#                    proxy and smoke-tests it
 #
 # Afterwards: TMP, ORIGIN_PORT (HTTP/1.1 only), ORIGIN_H2_PORT (h2 or HTTP/1.1 by ALPN),
 # STATUS_PORT, PROXY_PORT, RP_PORT, AUTHORITY, H2_AUTHORITY, NGINX_PID, PROXY_PID, RP_PID,
@@ -240,8 +241,6 @@ EOF
         || die "direct smoke request failed"
     curl -sS --fail -o /dev/null -x "http://127.0.0.1:$PROXY_PORT" --cacert "$PROXY_CA" "https://$AUTHORITY/tiny" \
         || { cat "$TMP/logs/proxy.log" >&2; die "proxied smoke request failed"; }
-
-    bench_start_rp
 }
 
 # The reference: a second nginx as a TLS-terminating reverse proxy that re-originates TLS to the
