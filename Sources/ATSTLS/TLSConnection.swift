@@ -114,7 +114,9 @@ public enum TLSAlert {
 }
 
 /// The BIO method of the engines: reads come from the engine's `inbound` bytes, writes go to its
-/// `outbound` array. Unlike a memory BIO it keeps no buffer of its own (a memory BIO never shrinks:
+/// `outbound` array. The callbacks borrow the engine without retaining it: OpenSSL calls them only
+/// from inside the engine's own methods, so the engine is alive for the whole call (and these calls
+/// are many per record). Unlike a memory BIO it keeps no buffer of its own (a memory BIO never shrinks:
 /// after one bulk transfer an idle connection kept ~85 KiB per direction) and saves a copy each
 /// way.
 private struct EngineBIO: @unchecked Sendable {
@@ -126,15 +128,19 @@ private struct EngineBIO: @unchecked Sendable {
         }
         _ = BIO_meth_set_write(method) { bio, bytes, count in
             guard let bio, let bytes, let owner = BIO_get_data(bio) else { return -1 }
-            return Unmanaged<TLSConnection>.fromOpaque(owner).takeUnretainedValue().bioWrite(bio, bytes, Int(count))
+            return Unmanaged<TLSConnection>.fromOpaque(owner)._withUnsafeGuaranteedRef {
+                $0.bioWrite(bio, bytes, Int(count))
+            }
         }
         _ = BIO_meth_set_read(method) { bio, buffer, count in
             guard let bio, let buffer, let owner = BIO_get_data(bio) else { return -1 }
-            return Unmanaged<TLSConnection>.fromOpaque(owner).takeUnretainedValue().bioRead(bio, buffer, Int(count))
+            return Unmanaged<TLSConnection>.fromOpaque(owner)._withUnsafeGuaranteedRef {
+                $0.bioRead(bio, buffer, Int(count))
+            }
         }
         _ = BIO_meth_set_ctrl(method) { bio, command, _, _ in
             guard let bio, let owner = BIO_get_data(bio) else { return 0 }
-            return Unmanaged<TLSConnection>.fromOpaque(owner).takeUnretainedValue().bioControl(bio, command)
+            return Unmanaged<TLSConnection>.fromOpaque(owner)._withUnsafeGuaranteedRef { $0.bioControl(bio, command) }
         }
         _ = BIO_meth_set_create(method) { bio in
             BIO_set_init(bio, 1)

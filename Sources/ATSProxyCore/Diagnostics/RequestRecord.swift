@@ -48,15 +48,9 @@ public struct RequestRecord: Sendable, Codable {
     /// before any of the response arrived (absent otherwise).
     public var retriedOnNewConnection: Bool?
 
-    /// One header field; values of secret-bearing fields are redacted unless asked.
-    public struct HeaderField: Sendable, Codable, Equatable {
-        public let name: String
-        public let value: String
-        public init(name: String, value: String) {
-            self.name = name
-            self.value = value
-        }
-    }
+    /// One header field, as parsed (so that a record shares the request's field array instead of
+    /// copying it); formatters redact the values of secret-bearing fields unless asked.
+    public typealias HeaderField = HTTP1Field
 
     public init(
         time: Date, clientAddress: String, taskID: String, method: String, url: String, host: String? = nil,

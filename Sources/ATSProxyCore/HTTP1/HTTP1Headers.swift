@@ -2,7 +2,7 @@
 ///
 /// The value has its leading and trailing whitespace removed (RFC 9112 §5) and is decoded as
 /// UTF-8; bytes that are not valid UTF-8 (obs-text) become U+FFFD, as in most HTTP stacks.
-public struct HTTP1Field: Hashable, Sendable {
+public struct HTTP1Field: Hashable, Sendable, Codable {
     /// The field name as the peer spelled it.
     public var name: String
     /// The field value without surrounding whitespace.

@@ -89,6 +89,8 @@ public struct HTTP1Parser: Sendable {
         switch state {
         case .head, .contentLength, .chunked, .untilClose:
             var events: [HTTP1Event] = []
+            // A head, a body piece and the message end, without regrowing.
+            events.reserveCapacity(4)
             process(bytes, into: &events)
             return events
         case .messageComplete:

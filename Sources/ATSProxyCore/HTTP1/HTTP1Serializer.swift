@@ -8,9 +8,12 @@ public enum HTTP1Serializer {
     /// Appends `method SP target SP version CRLF fields CRLF`. Use `HTTP1RequestHead.forOrigin()`
     /// first when sending an absolute-form request to an origin server.
     public static func writeRequestHead(_ head: HTTP1RequestHead, into buffer: inout [UInt8]) {
+        let target = head.target.description
+        buffer.reserveCapacity(
+            buffer.count + head.method.utf8.count + target.utf8.count + 13 + fieldsSize(head.headers))
         buffer.append(contentsOf: head.method.utf8)
         buffer.append(HTTP1ASCII.space)
-        buffer.append(contentsOf: head.target.description.utf8)
+        buffer.append(contentsOf: target.utf8)
         buffer.append(HTTP1ASCII.space)
         buffer.append(contentsOf: head.version.description.utf8)
         buffer.append(contentsOf: HTTP1ASCII.crlf)
@@ -20,6 +23,7 @@ public enum HTTP1Serializer {
 
     /// Appends `version SP status SP reason CRLF fields CRLF`.
     public static func writeResponseHead(_ head: HTTP1ResponseHead, into buffer: inout [UInt8]) {
+        buffer.reserveCapacity(buffer.count + head.reason.utf8.count + 15 + fieldsSize(head.headers))
         buffer.append(contentsOf: head.version.description.utf8)
         buffer.append(HTTP1ASCII.space)
         buffer.append(contentsOf: String(head.status).utf8)
@@ -48,11 +52,16 @@ public enum HTTP1Serializer {
         buffer.append(contentsOf: HTTP1ASCII.crlf)
     }
 
+    /// The bytes of `name: value CRLF` per field plus the closing CRLF.
+    static func fieldsSize(_ headers: HTTP1Headers) -> Int {
+        var size = 2
+        for field in headers.fields { size += field.name.utf8.count + field.value.utf8.count + 4 }
+        return size
+    }
+
     /// Appends `name: value CRLF` per field, in order.
     static func writeFields(_ headers: HTTP1Headers, into buffer: inout [UInt8]) {
-        var size = 2
-        for field in headers { size += field.name.utf8.count + field.value.utf8.count + 4 }
-        buffer.reserveCapacity(buffer.count + size)
+        buffer.reserveCapacity(buffer.count + fieldsSize(headers))
         for field in headers {
             buffer.append(contentsOf: field.name.utf8)
             buffer.append(HTTP1ASCII.colon)

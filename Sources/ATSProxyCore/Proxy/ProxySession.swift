@@ -1244,8 +1244,7 @@ public struct ProxySession {
             ruleChain: exchange.decision.ruleChain.map(\.text), rule: exchange.rule + redirectNote, fix: exchange.fix,
             errorCode: exchange.errorCode, streamError: exchange.streamError, status: exchange.responseStatus,
             tls: exchange.tls,
-            requestHeaders: exchange.requestHeaders.map { RequestRecord.HeaderField(name: $0.name, value: $0.value) },
-            responseHeaders: exchange.responseHeaders.map { RequestRecord.HeaderField(name: $0.name, value: $0.value) },
+            requestHeaders: exchange.requestHeaders.fields, responseHeaders: exchange.responseHeaders.fields,
             bytesFromClient: exchange.bytesFromClient, bytesToClient: exchange.bytesToClient,
             durationMilliseconds: now.timeIntervalSince(exchange.start) * 1000, consoleLines: exchange.consoleLines,
             retriedOnNewConnection: exchange.retried ? true : nil)
