@@ -30,7 +30,9 @@ public enum FieldValueBytes {
     /// Appends the bytes `string` stands for to `buffer`.
     public static func append(_ string: String, to buffer: inout [UInt8]) {
         // UTF-8 of U+10FF80…U+10FFFF starts with F4 8F: without an F4 byte there is nothing to unescape.
-        guard string.utf8.contains(0xF4) else {
+        let escaped =
+            string.utf8.withContiguousStorageIfAvailable { $0.contains(0xF4) } ?? string.utf8.contains(0xF4)
+        guard escaped else {
             buffer.append(contentsOf: string.utf8)
             return
         }

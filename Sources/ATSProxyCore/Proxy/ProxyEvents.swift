@@ -35,6 +35,10 @@ public enum ProxyEvent: Sendable {
 }
 
 /// What the driver must do for a session, in order.
+///
+/// The cases with large payloads (a request record, an upstream key with its TLS requirements) are
+/// `indirect`: boxed, they keep every command a few words wide, so that the command arrays of every
+/// event are cheap to build, copy and destroy.
 public enum ProxyCommand: Sendable {
     /// Write bytes to the client socket.
     case writeToClient([UInt8])
@@ -42,7 +46,7 @@ public enum ProxyCommand: Sendable {
     case closeClient
     /// Open a TCP connection to host:port (resolve with the proxy's resolver and overrides). With a `reuse`
     /// key the loop's pool may answer with `upstreamReused` instead (an idle connection or an HTTP/2 channel).
-    case connectUpstream(host: String, port: Int, reuse: UpstreamKey?)
+    indirect case connectUpstream(host: String, port: Int, reuse: UpstreamKey?)
     /// The session is done with an idle, reusable upstream: park it in the loop's pool (or, for an HTTP/2
     /// channel, just close the channel) instead of closing it.
     case releaseUpstream(UpstreamLease)
@@ -62,7 +66,7 @@ public enum ProxyCommand: Sendable {
     /// Read from the client again.
     case resumeClientReads
     /// A finished request for the log sinks.
-    case log(RequestRecord)
+    indirect case log(RequestRecord)
     /// Stop reading from the upstream until `resumeUpstreamReads` (the client is not taking its bytes).
     case pauseUpstreamReads
     /// Read from the upstream again.

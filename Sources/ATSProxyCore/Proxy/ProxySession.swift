@@ -153,6 +153,8 @@ public struct ProxySession {
     /// The tunnel's origin as a target (URL `https://host[:port]/`), parsed once at CONNECT: every
     /// request inside the tunnel goes there, so only its URL changes from request to request.
     var tunnelTarget: RequestTarget?
+    /// `tunnelTarget`'s URL without the final "/": what the paths of requests in the tunnel follow.
+    var tunnelOrigin = ""
     var exchange: Exchange?
     var upstream: Upstream = .none
     /// Plaintext waiting for the upstream to become ready.
@@ -195,6 +197,7 @@ public struct ProxySession {
         taskIDPrefix = parent.taskIDPrefix
         tunnel = parent.tunnel
         tunnelTarget = parent.tunnelTarget
+        tunnelOrigin = parent.tunnelOrigin
         isStreamSession = true
         clientProtocol = "h2"
     }
@@ -470,9 +473,8 @@ public struct ProxySession {
     }
 
     private func tunnelURL(path: String) -> String {
-        guard let base = tunnelTarget?.url else { return "https://invalid/" }
-        // The base ends with the root's "/": the path replaces it.
-        var url = String(base.dropLast())
+        guard tunnelTarget != nil else { return "https://invalid/" }
+        var url = tunnelOrigin
         if !(path.utf8.first == UInt8(ascii: "/") || path == "*") { url += "/" }
         url += path
         return url
@@ -707,6 +709,7 @@ public struct ProxySession {
         }
         tunnel = (host, port)
         tunnelTarget = target
+        tunnelOrigin = String(url.utf8.dropLast())!
         phase = .clientHandshake
         commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
         parser = HTTP1Parser(role: .request)
