@@ -64,11 +64,12 @@ public final class TLSContext: @unchecked Sendable {
 
     deinit { SSL_CTX_free(pointer) }
 
-    /// Server role: instead of OpenSSL's tickets right after the handshake (a record of their own, which
-    /// costs a write and wakes the client), each TLS 1.3 connection sends one ticket just before its
-    /// first application bytes, in the same flush. TLS 1.2 tickets are part of the handshake and unchanged.
-    public func deferSessionTicketToFirstWrite() {
-        _ = SSL_CTX_set_num_tickets(pointer, 0)
+    /// Server role: OpenSSL issues `count` TLS 1.3 tickets when the handshake completes, and the engine
+    /// holds their records back until it has other bytes for the peer (the first response), so that they
+    /// cost no write and no client wake-up of their own. TLS 1.2 tickets belong to the handshake and are
+    /// sent at once.
+    public func deferSessionTickets(count: Int) {
+        _ = SSL_CTX_set_num_tickets(pointer, count)
         defersSessionTicket = true
     }
 
@@ -228,7 +229,7 @@ public final class ServerTLSContext: Sendable {
         // Resumption for clients that come back: TLS 1.3 tickets are stateless (nothing cached
         // here); one per handshake instead of OpenSSL's two halves the ticket work, and it rides
         // with the first response instead of costing a write of its own.
-        context.deferSessionTicketToFirstWrite()
+        context.deferSessionTickets(count: 1)
         context.setSNIProvider(leaves)
         context.setALPNSelector(alpn)
         self.context = context

@@ -6,6 +6,8 @@ const char *ats_openssl_version_text(void) { return OpenSSL_version(OPENSSL_VERS
 int ats_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) { return (int)SSL_CTX_set_min_proto_version(ctx, version); }
 int ats_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version) { return (int)SSL_CTX_set_max_proto_version(ctx, version); }
 long ats_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+long ats_SSL_set_mode(SSL *ssl, long mode) { return SSL_set_mode(ssl, mode); }
+long ats_SSL_clear_mode(SSL *ssl, long mode) { return SSL_clear_mode(ssl, mode); }
 long ats_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_session_cache_mode(ctx, mode); }
 long ats_SSL_CTX_set_dh_auto(SSL_CTX *ctx, int onoff) { return SSL_CTX_set_dh_auto(ctx, onoff); }
 int ats_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) { return (int)SSL_CTX_set1_groups_list(ctx, list); }

@@ -169,9 +169,12 @@ public struct ProxySession {
     var upstreamIdle = false
     var clientReadsPaused = false
     var headerTimerRunning = false
-    /// The idle connection's upstream went back to the pool after `upstreamLinger`: the idle timer runs on
-    /// for the rest of `idleTimeout`.
-    var lingerReleased = false
+    /// Seconds of the current idle period (between requests) whose timer stages have fired.
+    var idleElapsed: Double = 0
+    /// This idle period's stages that have run: the TLS engines freed their record buffers
+    /// (`bufferLinger`); the upstream went back to the pool (`upstreamLinger`).
+    var idleBuffersReleased = false
+    var idleUpstreamReleased = false
     /// Set by `drain`: close as soon as the current exchange ends.
     var draining = false
     var commands: [ProxyCommand] = []
@@ -374,7 +377,7 @@ public struct ProxySession {
 
     private mutating func requestHead(_ head: HTTP1RequestHead, framing: HTTP1BodyFraming) {
         // A new request ends the idle period, whether or not it becomes an exchange (a local answer does not).
-        lingerReleased = false
+        endIdlePeriod()
         if head.method == "CONNECT" {
             // CONNECT is not a task in CFNetwork's numbering; the requests inside the tunnel are.
             connect(head)
@@ -1302,6 +1305,8 @@ public struct ProxySession {
         case .none:
             return
         case .ready(let key, let tls):
+            // Whoever gets the engine next (the pool, or nobody) expects it to free its buffers when idle.
+            tls?.holdsRecordBuffers = false
             var plainHTTP = false
             if case .http = phase { plainHTTP = true }
             if upstreamIdle && upstreamShareable && plainHTTP && pendingUpstream.isEmpty {
@@ -1369,13 +1374,22 @@ public struct ProxySession {
             }
             return
         }
-        if case .http = phase, parser.isIdle, !lingerReleased, holdsIdleUpstream,
-            services.settings.upstreamLinger > 0, services.settings.upstreamLinger < services.settings.idleTimeout
-        {
-            // Idle past the linger: the upstream goes back to the pool; the next request takes one from it.
-            releaseOrCloseUpstream()
-            lingerReleased = true
-            return
+        if case .http = phase, parser.isIdle {
+            let stage = nextIdleStage
+            if stage.at < services.settings.idleTimeout {
+                // An idle stage, not the end: give back what has lingered long enough and time the rest.
+                idleElapsed = stage.at
+                if stage.releasesBuffers {
+                    idleBuffersReleased = true
+                    holdRecordBuffers(false)
+                }
+                if stage.releasesUpstream {
+                    // The next request takes a connection from the pool again.
+                    idleUpstreamReleased = true
+                    releaseOrCloseUpstream()
+                }
+                return
+            }
         }
         if case .http = phase, !parser.isIdle {
             answerLocally(
@@ -1394,7 +1408,7 @@ public struct ProxySession {
         case .http, .clientHandshake, .passthroughProbe, .passthroughConnecting:
             if exchange != nil {
                 headerTimerRunning = false
-                lingerReleased = false
+                endIdlePeriod()
                 commands.append(.armTimer(seconds: services.settings.exchangeTimeout))
             } else if parser.isIdle {
                 headerTimerRunning = false
@@ -1417,6 +1431,11 @@ public struct ProxySession {
         case .closed:
             break
         }
+        if case .http = phase {
+            holdRecordBuffers(!idleBuffersReleased && services.settings.bufferLinger > 0)
+        } else {
+            holdRecordBuffers(false)
+        }
         let wantsPause = exchange != nil && upstreamPending
         if wantsPause != clientReadsPaused {
             clientReadsPaused = wantsPause
@@ -1424,14 +1443,42 @@ public struct ProxySession {
         }
     }
 
-    /// The idle timer of a connection between requests: first `upstreamLinger` while it holds an idle upstream
-    /// (the timer then hands the upstream back to the pool), then the rest of `idleTimeout`.
-    private var idleTimerSeconds: Double {
-        let idle = services.settings.idleTimeout
-        let linger = services.settings.upstreamLinger
-        guard linger > 0, linger < idle else { return idle }
-        if lingerReleased { return idle - linger }
-        return holdsIdleUpstream ? linger : idle
+    /// The idle timer of a connection between requests runs in stages, each measured from the start of the
+    /// idle period: after `bufferLinger` the TLS engines free their record buffers, after `upstreamLinger`
+    /// the upstream goes back to the pool, and after `idleTimeout` the connection closes. This is the time
+    /// from now to the next stage.
+    private var idleTimerSeconds: Double { max(nextIdleStage.at - idleElapsed, 0.001) }
+
+    /// The next stage of the idle timer (seconds from the start of the idle period) and what it gives back.
+    private var nextIdleStage: (at: Double, releasesBuffers: Bool, releasesUpstream: Bool) {
+        let settings = services.settings
+        var at = settings.idleTimeout
+        let buffers = !idleBuffersReleased && settings.bufferLinger > 0 && holdsAnyTLSEngine
+        let upstream = !idleUpstreamReleased && settings.upstreamLinger > 0 && holdsIdleUpstream
+        if buffers { at = min(at, settings.bufferLinger) }
+        if upstream { at = min(at, settings.upstreamLinger) }
+        return (at, buffers && settings.bufferLinger <= at, upstream && settings.upstreamLinger <= at)
+    }
+
+    /// A request (or an exchange) ends the idle period: its stages start over next time.
+    private mutating func endIdlePeriod() {
+        idleElapsed = 0
+        idleBuffersReleased = false
+        idleUpstreamReleased = false
+    }
+
+    /// The session has a TLS engine of its own (client side, or an HTTP/1.1 upstream).
+    private var holdsAnyTLSEngine: Bool {
+        if clientTLS != nil { return true }
+        if case .ready(_, let tls) = upstream, tls != nil { return true }
+        return false
+    }
+
+    /// Whether the client engine and the upstream engine keep their record buffers between records
+    /// (busy HTTP/1.1) or free them whenever they run dry (idle, relayed or HTTP/2 connections).
+    private func holdRecordBuffers(_ hold: Bool) {
+        clientTLS?.holdsRecordBuffers = hold
+        if case .ready(_, let tls) = upstream { tls?.holdsRecordBuffers = hold }
     }
 
     /// Between requests with an idle upstream connection of its own that the pool could take back.

@@ -46,6 +46,11 @@ public struct ProxySettings: Sendable {
     /// to the loop's pool (0: kept until the client connection closes). The client's next request takes
     /// one from the pool again, so a thousand idle clients hold a few parked upstreams, not a thousand.
     public var upstreamLinger: Double = 1
+    /// Seconds an idle HTTP/1.1 connection keeps the TLS record buffers of its engines (about 34 KiB each)
+    /// before freeing them (0: freed whenever an engine runs dry, which costs allocations per record).
+    /// Short, so that back-to-back requests keep them while a burst of connections going idle does not
+    /// pile up freed buffers the allocator keeps as resident memory.
+    public var bufferLinger: Double = 0.05
     /// Seconds an exchange may go without any progress from either side (a stalled origin
     /// handshake or response, or a client that stops sending its body).
     public var exchangeTimeout: Double = 60

@@ -30,6 +30,8 @@ typedef int (*ats_servername_cb)(SSL *ssl, int *alert, void *arg);
 int ats_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version);
 int ats_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version);
 long ats_SSL_CTX_set_mode(SSL_CTX *ctx, long mode);
+long ats_SSL_set_mode(SSL *ssl, long mode);
+long ats_SSL_clear_mode(SSL *ssl, long mode);
 long ats_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode);
 int ats_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list);
 long ats_SSL_CTX_set_dh_auto(SSL_CTX *ctx, int onoff);
