@@ -210,7 +210,8 @@ public final class TLSConnection {
     public enum HandshakeProgress: Sendable, Hashable {
         /// Send `takeOutbound()` and feed more peer bytes.
         case needsInput
-        /// Done (send `takeOutbound()` too: TLS 1.3 servers may have tickets queued).
+        /// Done (send `takeOutbound()` too: the last flight may be queued; a TLS 1.3 server context that
+        /// defers its tickets holds them until the next write instead).
         case complete
         case failed(TLSFailure)
     }

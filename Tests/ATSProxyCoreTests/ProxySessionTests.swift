@@ -354,6 +354,31 @@ import Testing
         return client
     }
 
+    @Test func theTunnelHandshakeIsTimedByTheIdleTimeoutAndIdleStagesStartAfterTheFirstExchange() throws {
+        // A client may take its time between the 200 and its ClientHello, and between the server's flight
+        // and its Finished (a phone checking the chain): the 50 ms buffer stage applies only between requests.
+        let harness = try Harness()
+        let connect = harness.send("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n")
+        #expect(connect.contains { if case .armTimer(60) = $0 { true } else { false } }, "\(connect)")
+        let clientContext = try TLSContext(role: .client)
+        let client = try TLSConnection(context: clientContext, serverName: "api.example.com")
+        var timers: [Double] = []
+        for _ in 0..<10 {
+            if client.handshake() == .complete && !client.hasOutbound { break }
+            let reply = harness.send(.clientBytes(client.takeOutbound()))
+            timers += reply.compactMap { if case .armTimer(let seconds) = $0 { seconds } else { nil } }
+            client.receive(Self.clientWrites(reply))
+        }
+        #expect(client.state == .established)
+        // Until the handshake completes: the idle timeout. Then, waiting for the first request, the buffer stage,
+        // whose firing frees buffers and keeps the connection.
+        #expect(timers.dropLast().allSatisfy { $0 == 60 }, "timers armed during the handshake: \(timers)")
+        #expect(timers.last == 0.05, "\(timers)")
+        let fired = harness.send(.timerFired)
+        #expect(!Self.closesClient(fired), "\(fired)")
+        #expect(fired.contains { if case .armTimer(59.95) = $0 { true } else { false } }, "\(fired)")
+    }
+
     /// Pumps the upstream handshake between the session and `origin` until it settles; returns
     /// the commands of the last step.
     static func pumpUpstream(_ harness: Harness, origin: TLSConnection, first: [ProxyCommand]) -> [ProxyCommand] {
@@ -404,6 +429,33 @@ import Testing
         #expect(origin.state == .established)
         #expect(origin.negotiatedALPN == (upgrade ? "http/1.1" : "h2"))
         #expect(all.contains(where: isPromotion) == !upgrade)
+    }
+
+    @Test func aQuietExchangeFreesItsTLSBuffersAndStillTimesOutAfterTheExchangeTimeout() throws {
+        // A long poll: the origin has the request and says nothing. After 50 ms of silence the engines free their
+        // record buffers (the connection stays); the exchange still times out 60 s after the last byte moved.
+        let harness = try Harness()
+        let client = try Self.establishTunnel(harness, host: "api.example.com")
+        #expect(client.write(Array("GET /poll HTTP/1.1\r\nHost: api.example.com\r\n\r\n".utf8)) > 0)
+        _ = harness.send(.clientBytes(client.takeOutbound()))
+        let origin = try harness.originServer(host: "api.example.com")
+        let settled = Self.pumpUpstream(harness, origin: origin, first: harness.send(.upstreamConnected))
+        func timers(_ commands: [ProxyCommand]) -> [Double] {
+            commands.compactMap { if case .armTimer(let seconds) = $0 { seconds } else { nil } }
+        }
+        #expect(timers(settled).last == 0.05, "\(settled)")
+        let quiet = harness.send(.timerFired)
+        #expect(!Self.closesClient(quiet) && Self.clientWrites(quiet).isEmpty, "\(quiet)")
+        #expect(timers(quiet) == [59.95], "\(quiet)")
+        // Bytes move again: the buffers are held again and the quiet stage restarts.
+        if case .data = origin.read() {} else { Issue.record("the origin did not get the request") }
+        _ = origin.write(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel".utf8))
+        let partial = harness.send(.upstreamBytes(origin.takeOutbound()))
+        #expect(timers(partial).last == 0.05, "\(partial)")
+        // Silent again past both stages: the timeout ends the exchange (response started: the client is closed).
+        _ = harness.send(.timerFired)
+        let timedOut = harness.send(.timerFired)
+        #expect(Self.closesClient(timedOut), "\(timedOut)")
     }
 
     @Test func interceptedRequestIsForwardedOverTLSAndAnswered() throws {

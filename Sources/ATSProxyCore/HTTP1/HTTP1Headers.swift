@@ -1,7 +1,8 @@
 /// One header (or trailer) field line: name and value exactly as received, original case kept.
 ///
 /// The value has its leading and trailing whitespace removed (RFC 9112 §5) and is decoded as
-/// UTF-8; bytes that are not valid UTF-8 (obs-text) become U+FFFD, as in most HTTP stacks.
+/// UTF-8; bytes that are not valid UTF-8 (obs-text) are kept losslessly as private-use scalars
+/// (`FieldValueBytes`), which the serializers turn back into the same bytes.
 public struct HTTP1Field: Hashable, Sendable, Codable {
     /// The field name as the peer spelled it.
     public var name: String

@@ -17,7 +17,7 @@ public enum HTTP1Serializer {
         buffer.append(HTTP1ASCII.space)
         buffer.append(contentsOf: head.version.description.utf8)
         buffer.append(contentsOf: HTTP1ASCII.crlf)
-        writeFields(head.headers, into: &buffer)
+        appendFields(head.headers, into: &buffer)
         buffer.append(contentsOf: HTTP1ASCII.crlf)
     }
 
@@ -30,7 +30,7 @@ public enum HTTP1Serializer {
         buffer.append(HTTP1ASCII.space)
         buffer.append(contentsOf: head.reason.utf8)
         buffer.append(contentsOf: HTTP1ASCII.crlf)
-        writeFields(head.headers, into: &buffer)
+        appendFields(head.headers, into: &buffer)
         buffer.append(contentsOf: HTTP1ASCII.crlf)
     }
 
@@ -62,6 +62,11 @@ public enum HTTP1Serializer {
     /// Appends `name: value CRLF` per field, in order.
     static func writeFields(_ headers: HTTP1Headers, into buffer: inout [UInt8]) {
         buffer.reserveCapacity(buffer.count + fieldsSize(headers))
+        appendFields(headers, into: &buffer)
+    }
+
+    /// `writeFields` without the reservation (the caller reserved for the whole head).
+    private static func appendFields(_ headers: HTTP1Headers, into buffer: inout [UInt8]) {
         for field in headers {
             buffer.append(contentsOf: field.name.utf8)
             buffer.append(HTTP1ASCII.colon)

@@ -175,6 +175,10 @@ public struct ProxySession {
     /// (`bufferLinger`); the upstream went back to the pool (`upstreamLinger`).
     var idleBuffersReleased = false
     var idleUpstreamReleased = false
+    /// During an exchange: no bytes moved for `bufferLinger` (an origin thinking, a long poll), so the TLS
+    /// engines freed their record buffers; the exchange timer runs on for the rest of `exchangeTimeout`.
+    /// Cleared when bytes move again.
+    var quietBuffersReleased = false
     /// Set by `drain`: close as soon as the current exchange ends.
     var draining = false
     var commands: [ProxyCommand] = []
@@ -244,12 +248,16 @@ public struct ProxySession {
 
     private mutating func dispatch(_ event: ProxyEvent) {
         switch event {
-        case .clientBytes(let bytes): clientBytes(bytes)
+        case .clientBytes(let bytes):
+            quietBuffersReleased = false
+            clientBytes(bytes)
         case .clientEOF: clientEOF()
         case .upstreamConnected: upstreamConnected()
         case .upstreamReused(let lease): upstreamReused(lease)
         case .upstreamConnectFailed(let code, let detail): upstreamConnectFailed(code, detail: detail)
-        case .upstreamBytes(let bytes): upstreamBytes(bytes)
+        case .upstreamBytes(let bytes):
+            quietBuffersReleased = false
+            upstreamBytes(bytes)
         case .upstreamEOF: upstreamEOF(reset: false)
         case .upstreamReset: upstreamEOF(reset: true)
         case .timerFired: timerFired()
@@ -1355,6 +1363,12 @@ public struct ProxySession {
     }
 
     private mutating func timerFired() {
+        if exchange != nil, quietStageArmed {
+            // Quiet for `bufferLinger` in the middle of an exchange: free the buffers, keep waiting.
+            quietBuffersReleased = true
+            holdRecordBuffers(false)
+            return
+        }
         if let exchange {
             if exchange.responseStarted || exchange.kind != .forward {
                 close()
@@ -1409,7 +1423,14 @@ public struct ProxySession {
             if exchange != nil {
                 headerTimerRunning = false
                 endIdlePeriod()
-                commands.append(.armTimer(seconds: services.settings.exchangeTimeout))
+                let timeout = services.settings.exchangeTimeout
+                if quietStageArmed {
+                    commands.append(.armTimer(seconds: services.settings.bufferLinger))
+                } else if quietBuffersReleased {
+                    commands.append(.armTimer(seconds: max(timeout - services.settings.bufferLinger, 0.001)))
+                } else {
+                    commands.append(.armTimer(seconds: timeout))
+                }
             } else if parser.isIdle {
                 headerTimerRunning = false
                 commands.append(.armTimer(seconds: idleTimerSeconds))
@@ -1432,7 +1453,7 @@ public struct ProxySession {
             break
         }
         if case .http = phase {
-            holdRecordBuffers(!idleBuffersReleased && services.settings.bufferLinger > 0)
+            holdRecordBuffers(!idleBuffersReleased && !quietBuffersReleased && services.settings.bufferLinger > 0)
         } else {
             holdRecordBuffers(false)
         }
@@ -1453,11 +1474,21 @@ public struct ProxySession {
     private var nextIdleStage: (at: Double, releasesBuffers: Bool, releasesUpstream: Bool) {
         let settings = services.settings
         var at = settings.idleTimeout
+        // Only between requests: a tunnel's client handshake (or a passthrough probe) is timed whole.
+        guard case .http = phase else { return (at, false, false) }
         let buffers = !idleBuffersReleased && settings.bufferLinger > 0 && holdsAnyTLSEngine
         let upstream = !idleUpstreamReleased && settings.upstreamLinger > 0 && holdsIdleUpstream
         if buffers { at = min(at, settings.bufferLinger) }
         if upstream { at = min(at, settings.upstreamLinger) }
         return (at, buffers && settings.bufferLinger <= at, upstream && settings.upstreamLinger <= at)
+    }
+
+    /// During an exchange, the exchange timer's first stage frees the TLS record buffers after `bufferLinger`
+    /// without bytes moving (the timer restarts whenever they move).
+    private var quietStageArmed: Bool {
+        guard case .http = phase, !quietBuffersReleased, holdsAnyTLSEngine else { return false }
+        let linger = services.settings.bufferLinger
+        return linger > 0 && linger < services.settings.exchangeTimeout
     }
 
     /// A request (or an exchange) ends the idle period: its stages start over next time.
