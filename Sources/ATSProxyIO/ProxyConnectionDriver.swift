@@ -1,3 +1,4 @@
+import ATSHTTP2
 import ATSPolicy
 import ATSProxyCore
 import Foundation
@@ -398,13 +399,13 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         run(lane: lane, .upstreamBytes(bytes))
     }
 
-    func channelReset(lane id: Int32) {
+    func channelReset(lane id: Int32, code: HTTP2ErrorCode) {
         guard let lane = lanes[id], lane.channel != nil else { return }
         lane.channel = nil
         lane.channelBlocked = false
         reportBackedUp(lane, false)
         resumeClientIfPossible()
-        run(lane: id, .upstreamReset)
+        run(lane: id, code == .http11Required ? .upstreamRequiresHTTP11 : .upstreamReset)
     }
 
     func channelWritable(lane id: Int32, _ writable: Bool) {

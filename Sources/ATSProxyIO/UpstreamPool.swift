@@ -1,3 +1,4 @@
+import ATSHTTP2
 import ATSProxyCore
 import Dispatch
 
@@ -5,8 +6,9 @@ import Dispatch
 protocol UpstreamChannelOwner: AnyObject {
     /// HTTP/1.1 response bytes for the lane.
     func channelBytes(lane: Int32, _ bytes: [UInt8])
-    /// The channel is gone (stream reset, link failed or closed): like a reset upstream connection.
-    func channelReset(lane: Int32)
+    /// The channel is gone (stream reset, link failed or closed): like a reset upstream connection. `code` is the
+    /// stream's error code (`INTERNAL_ERROR` when the link itself ended); `HTTP_1_1_REQUIRED` asks for HTTP/1.1.
+    func channelReset(lane: Int32, code: HTTP2ErrorCode)
     /// Request-body back-pressure of the channel: stop (false) or resume (true) feeding it.
     func channelWritable(lane: Int32, _ writable: Bool)
 }
@@ -328,9 +330,9 @@ final class UpstreamLinkDriver: TCPConnectionHandler, @unchecked Sendable {
         case .channelBytes(let channel, let bytes):
             guard let entry = owners[channel] else { return }
             entry.owner?.channelBytes(lane: entry.lane, bytes)
-        case .channelReset(let channel, _):
+        case .channelReset(let channel, let code):
             guard let entry = owners.removeValue(forKey: channel) else { return }
-            entry.owner?.channelReset(lane: entry.lane)
+            entry.owner?.channelReset(lane: entry.lane, code: code)
             channelsChanged()
         case .channelWritable(let channel, let writable):
             guard let entry = owners[channel] else { return }
@@ -351,7 +353,7 @@ final class UpstreamLinkDriver: TCPConnectionHandler, @unchecked Sendable {
         pool?.remove(self)
         let remaining = owners
         owners = [:]
-        for entry in remaining.values { entry.owner?.channelReset(lane: entry.lane) }
+        for entry in remaining.values { entry.owner?.channelReset(lane: entry.lane, code: .internalError) }
         if closeSocket { connection.closeAfterFlush() }
     }
 

@@ -1081,6 +1081,50 @@ extension HTTP2FrontendTests {
     }
 }
 
+// MARK: - HTTP_1_1_REQUIRED
+
+extension HTTP2FrontendTests {
+    /// A lane is a session like any other: the origin's HTTP_1_1_REQUIRED sends its stream's request again over
+    /// HTTP/1.1, and the lane, kept for the client's next stream, goes on speaking HTTP/1.1 to that origin.
+    @Test func aLaneWhoseOriginRequiresHTTP11SendsTheStreamAgainOverHTTP1AndKeepsToIt() throws {
+        let harness = try Harness()
+        harness.originALPN = ["h2", "http/1.1"]
+        let (stream, opened) = try harness.request("/negotiate")
+        let key = try #require(Self.connects(opened).first?.reuse)
+        #expect(!key.http1Only)
+        harness.reuse(
+            lane: 1, UpstreamLease(key: key, tls: nil, facts: ["alpn": "h2"], protocolName: "h2", shareable: true))
+
+        let refused = harness.send(.stream(1, .upstreamRequiresHTTP11))
+        var http1Key = key
+        http1Key.http1Only = true
+        #expect(Self.connects(refused) == [Connect(lane: 1, host: Self.host, port: 443, reuse: http1Key)])
+        #expect(Self.outline(refused).first == "1:closeUpstream")
+        #expect(harness.stream(stream).shape == "", "the client sees nothing of the refusal")
+
+        harness.connect(lane: 1)
+        guard case .tls(let origin) = harness.upstream(1).mode else {
+            Issue.record("lane 1 did not open a connection of its own")
+            return
+        }
+        #expect(origin.negotiatedALPN == "http/1.1")
+        let done = harness.respond(lane: 1, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        #expect(harness.stream(stream).shape == "HDE" && harness.stream(stream).text == "ok")
+        let record = try #require(Self.records(done).first)
+        #expect(record.retriedOnNewConnection == true && record.httpProtocol == "h2")
+        #expect(record.tls?["alpn"] == "http/1.1")
+
+        // The client's next stream gets the idle lane, which keeps its HTTP/1.1 connection to the origin.
+        let (next, asked) = try harness.request("/again")
+        #expect(Self.connects(asked).isEmpty)
+        harness.respond(lane: 1, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain")
+        #expect(harness.stream(next).shape == "HDE" && harness.stream(next).text == "again")
+        // What the origin received: on the h2 channel, then on the HTTP/1.1 connection.
+        let requests = Self.parseRequests(harness.lanes[1]?.received ?? []).map(\.head.target)
+        #expect(requests == [.origin("/negotiate"), .origin("/negotiate"), .origin("/again")])
+    }
+}
+
 // MARK: - Shutdown
 
 extension HTTP2FrontendTests {

@@ -520,3 +520,146 @@ import Testing
         #expect(Self.text(received).hasPrefix("GET / HTTP/1.1"))
     }
 }
+
+// MARK: - HTTP_1_1_REQUIRED
+
+/// An origin that resets a request's HTTP/2 stream with HTTP_1_1_REQUIRED (RFC 9113 §8.7) wants HTTP/1.1: like
+/// browsers and CFNetwork, the session sends a replayable request once more on an HTTP/1.1-only upstream, and
+/// asks for one straight away for the origin's later requests.
+extension ProxySessionTests {
+    /// What the session asked for in its `connectUpstream` commands, in order.
+    static func reuseKeys(_ commands: [ProxyCommand]) -> [UpstreamKey?] {
+        commands.compactMap { if case .connectUpstream(_, _, let reuse) = $0 { .some(reuse) } else { nil } }
+    }
+
+    /// A channel of a shared HTTP/2 link for `key`, as the pool hands it over.
+    static func h2Channel(_ key: UpstreamKey) -> UpstreamLease {
+        UpstreamLease(key: key, tls: nil, facts: ["alpn": "h2"], protocolName: "h2", shareable: true)
+    }
+
+    /// A parked HTTP/1.1 connection for `key`, as the pool hands it over (plaintext from then on).
+    static func http1Connection(_ key: UpstreamKey) -> UpstreamLease {
+        UpstreamLease(key: key, tls: nil, facts: ["alpn": "http/1.1"], protocolName: "http/1.1", shareable: true)
+    }
+
+    static func closesUpstream(_ commands: [ProxyCommand]) -> Bool {
+        commands.contains { if case .closeUpstream = $0 { true } else { false } }
+    }
+
+    @Test func aRequestTheOriginRequiresOverHTTP1IsSentAgainOnAnHTTP1OnlyConnection() throws {
+        let harness = try Harness(upstreamALPN: ["h2", "http/1.1"])
+        let client = try Self.establishTunnel(harness, host: "api.example.com")
+        #expect(client.write(Array("GET /v1 HTTP/1.1\r\nHost: api.example.com\r\n\r\n".utf8)) > 0)
+        let opened = harness.send(.clientBytes(client.takeOutbound()))
+        let key = try #require(Self.reuseKeys(opened).first ?? nil)
+        #expect(!key.http1Only)
+        let sent = harness.send(.upstreamReused(Self.h2Channel(key)))
+        #expect(Self.text(Self.upstreamWrites(sent)).hasPrefix("GET /v1 HTTP/1.1\r\n"))
+
+        let refused = harness.send(.upstreamRequiresHTTP11)
+        #expect(Self.closesUpstream(refused))
+        #expect(Self.clientWrites(refused).isEmpty, "nothing reaches the client yet")
+        #expect(Self.records(refused).isEmpty)
+        // The same origin and decision, HTTP/1.1 only: the pool may answer with a parked connection.
+        var http1Key = key
+        http1Key.http1Only = true
+        #expect(Self.reuseKeys(refused) == [http1Key])
+
+        // The pool has none: a new connection offers only http/1.1, though the origin prefers h2.
+        let origin = try harness.originServer(host: "api.example.com", alpn: ["h2", "http/1.1"])
+        _ = Self.pumpUpstream(harness, origin: origin, first: harness.send(.upstreamConnected))
+        #expect(origin.state == .established)
+        #expect(origin.negotiatedALPN == "http/1.1")
+        #expect(Self.text(Self.readAll(origin)).hasPrefix("GET /v1 HTTP/1.1\r\n"))
+        _ = origin.write(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".utf8))
+        let answer = harness.send(.upstreamBytes(origin.takeOutbound()))
+        client.receive(Self.clientWrites(answer))
+        #expect(Self.text(Self.readAll(client)) == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+        let record = try #require(Self.records(answer).first)
+        #expect(record.status == 200 && record.result == .completed)
+        #expect(record.retriedOnNewConnection == true)
+        #expect(record.tls?["alpn"] == "http/1.1", "the facts are the HTTP/1.1 connection's: \(record.tls ?? [:])")
+    }
+
+    @Test(arguments: [false, true])
+    func aRequestSentAgainOverHTTP1IsNeverSentAThirdTime(refusedAgain: Bool) throws {
+        let harness = try Harness()
+        _ = harness.send("GET http://localhost:9000/once HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        _ = harness.send(
+            .upstreamReused(
+                Self.h2Channel(UpstreamKey(host: "localhost", port: 9000, requirements: nil, permissive: false))))
+        let refused = harness.send(.upstreamRequiresHTTP11)
+        let http1Key = try #require(Self.reuseKeys(refused).first ?? nil)
+        #expect(http1Key.http1Only)
+        let resent = harness.send(.upstreamReused(Self.http1Connection(http1Key)))
+        #expect(Self.text(Self.upstreamWrites(resent)).hasPrefix("GET /once HTTP/1.1\r\n"))
+
+        // The parked connection the pool handed over was closed by the origin (or, impossibly, refused again).
+        let lost = harness.send(refusedAgain ? .upstreamRequiresHTTP11 : .upstreamReset)
+        #expect(Self.reuseKeys(lost).isEmpty, "a third attempt")
+        let response = Self.text(Self.clientWrites(lost))
+        #expect(response.hasPrefix("HTTP/1.1 502 Bad Gateway\r\n"))
+        #expect(response.contains("X-ATS-Error: -1005\r\n"))
+        let record = try #require(Self.records(lost).first)
+        #expect(record.errorCode == -1005)
+    }
+
+    @Test func aRequestWithABodyIsNotSentAgainButTheOriginIsRememberedForTheNextOne() throws {
+        let harness = try Harness(upstreamALPN: ["h2", "http/1.1"])
+        let client = try Self.establishTunnel(harness, host: "api.example.com")
+        let post = "POST /upload HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 4\r\n\r\ndata"
+        #expect(client.write(Array(post.utf8)) > 0)
+        let opened = harness.send(.clientBytes(client.takeOutbound()))
+        let key = try #require(Self.reuseKeys(opened).first ?? nil)
+        let sent = harness.send(.upstreamReused(Self.h2Channel(key)))
+        #expect(Self.text(Self.upstreamWrites(sent)).hasSuffix("\r\n\r\ndata"))
+
+        let refused = harness.send(.upstreamRequiresHTTP11)
+        #expect(Self.reuseKeys(refused).isEmpty, "a POST is never replayed")
+        client.receive(Self.clientWrites(refused))
+        let response = Self.text(Self.readAll(client))
+        #expect(response.hasPrefix("HTTP/1.1 502 Bad Gateway\r\n"))
+        #expect(response.contains("X-ATS-Error: -1005\r\n"))
+        let record = try #require(Self.records(refused).first)
+        #expect(record.errorCode == -1005 && record.retriedOnNewConnection == nil)
+        #expect(!Self.closesClient(refused))
+
+        // The client trying again is not sent into the same refusal: HTTP/1.1 only from now on.
+        #expect(client.write(Array(post.utf8)) > 0)
+        let again = harness.send(.clientBytes(client.takeOutbound()))
+        var http1Key = key
+        http1Key.http1Only = true
+        #expect(Self.reuseKeys(again) == [http1Key])
+    }
+
+    @Test func laterRequestsToTheOriginAskForAnHTTP1OnlyUpstreamStraightAway() throws {
+        let harness = try Harness()
+        let h2Key = UpstreamKey(host: "localhost", port: 9000, requirements: nil, permissive: false)
+        let first = harness.send("GET http://localhost:9000/first HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        #expect(Self.reuseKeys(first) == [h2Key])
+        _ = harness.send(.upstreamReused(Self.h2Channel(h2Key)))
+        let refused = harness.send(.upstreamRequiresHTTP11)
+        var http1Key = h2Key
+        http1Key.http1Only = true
+        #expect(Self.reuseKeys(refused) == [http1Key])
+        _ = harness.send(.upstreamReused(Self.http1Connection(http1Key)))
+        let answered = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na".utf8)))
+        #expect(Self.text(Self.clientWrites(answered)).hasSuffix("\r\n\r\na"))
+        #expect(Self.records(answered).first?.retriedOnNewConnection == true)
+
+        // Another origin is not affected.
+        let other = harness.send("GET http://localhost:9001/other HTTP/1.1\r\nHost: localhost:9001\r\n\r\n")
+        #expect(
+            Self.reuseKeys(other) == [UpstreamKey(host: "localhost", port: 9001, requirements: nil, permissive: false)])
+        _ = harness.send(.upstreamConnected)
+        _ = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb".utf8)))
+
+        // The refusing origin's next request asks for HTTP/1.1 at once: no second round trip over h2.
+        let second = harness.send("GET http://localhost:9000/second HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        #expect(Self.reuseKeys(second) == [http1Key])
+        let resent = harness.send(.upstreamReused(Self.http1Connection(http1Key)))
+        #expect(Self.text(Self.upstreamWrites(resent)).hasPrefix("GET /second HTTP/1.1\r\n"))
+        let done = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nc".utf8)))
+        #expect(Self.records(done).first?.retriedOnNewConnection == nil)
+    }
+}

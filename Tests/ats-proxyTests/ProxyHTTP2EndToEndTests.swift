@@ -109,6 +109,37 @@ import Testing
         #expect(requests.map { $0["protocol"] } == ["h2", "http/1.1"], "\(stack.origin.lines)")
     }
 
+    /// An origin that resets an h2 stream with HTTP_1_1_REQUIRED (RFC 9113 §8.7: IIS for NTLM) gets the request
+    /// again over HTTP/1.1, and the client connection's next request goes there over HTTP/1.1 at once.
+    @Test(arguments: ["h2", "http/1.1"])
+    func anOriginRequiringHTTP11GetsTheRequestAgainOverHTTP1(client: String) throws {
+        let stack = try H2Stack(alpn: "both", proxyArguments: ["--log-format", "json"])
+        let url = "\(stack.base)/http11-required"
+        var arguments = ["-s", "-S", client == "h2" ? "--http2" : "--http1.1", "--max-time", "20"]
+        arguments += ["-x", "http://\(stack.proxy.address)", "--cacert", stack.proxy.caPath]
+        arguments += ["-w", "%{http_code} %{http_version} %{num_connects}\\n"]
+        // Two requests on one client connection; each body ("http/1.1") is followed by its write-out line.
+        let result = try E2E.run("/usr/bin/curl", arguments + [url, url], timeout: 25)
+        #expect(result.status == 0, "\(result.stderrText)")
+        let version = client == "h2" ? "2" : "1.1"
+        let lines = result.stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines == ["http/1.1", "200 \(version) 1", "http/1.1", "200 \(version) 0"], "\(result.stderrText)")
+
+        // The origin refused the first request once over h2, then got both over HTTP/1.1.
+        let resets = stack.origin.events("RESET-SENT")
+        #expect(resets.map { $0["code"] } == ["13"], "\(stack.origin.lines)")
+        let requests = stack.origin.events("REQUEST").filter { $0["path"] == "/http11-required" }
+        #expect(requests.map { $0["protocol"] } == ["h2", "http/1.1", "http/1.1"], "\(stack.origin.lines)")
+
+        let log = stack.proxy.waitForLog("retriedOnNewConnection")
+        let records = log.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }.filter { $0["url"] as? String == url }
+        #expect(records.map { $0["retriedOnNewConnection"] as? Bool } == [true, nil], "\(log)")
+        #expect(records.map { $0["status"] as? Int } == [200, 200])
+        #expect(records.allSatisfy { $0["httpProtocol"] as? String == client })
+    }
+
     @Test func jsonLogRecordsEachClientsProtocol() throws {
         let stack = try H2Stack(alpn: "both", proxyArguments: ["--log-format", "json"])
         #expect(try stack.curl("/tiny", client: "h2").version == "2")

@@ -71,7 +71,7 @@ public struct DiagnosticsFormatter: Sendable {
             "[Summary] Task <\(record.taskID)> summary for task \(outcome) {transaction_duration_ms=\(Int(record.durationMilliseconds.rounded())), response_status=\(status), protocol=\"\(record.httpProtocol)\", request_bytes=\(record.bytesFromClient), response_bytes=\(record.bytesToClient), client=\(record.clientAddress)}"
         )
         let retry =
-            record.retriedOnNewConnection == true ? " (sent again on a new connection: the reused one closed)" : ""
+            record.retriedOnNewConnection == true ? " (sent again on another connection)" : ""
         lines.append("ats-proxy: \(record.method) \(record.url) → \(explanationLine(record))\(retry)")
         return lines
     }

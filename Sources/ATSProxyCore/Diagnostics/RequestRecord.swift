@@ -44,8 +44,9 @@ public struct RequestRecord: Sendable, Codable {
     public var durationMilliseconds: Double
     /// The CFNetwork console lines of the outcome (already formatted for the emulated OS).
     public var consoleLines: [String]
-    /// True when the request was sent a second time, on a new connection, because the reused one closed
-    /// before any of the response arrived (absent otherwise).
+    /// True when the request was sent a second time, on another connection, because the reused one closed
+    /// before any of the response arrived, or because the origin reset its HTTP/2 stream with HTTP_1_1_REQUIRED
+    /// and it went again over HTTP/1.1 (absent otherwise).
     public var retriedOnNewConnection: Bool?
 
     /// One header field, as parsed (so that a record shares the request's field array instead of

@@ -19,6 +19,11 @@ public enum ProxyEvent: Sendable {
     case upstreamEOF
     /// The upstream connection failed after it was open (reset).
     case upstreamReset
+    /// The origin reset the HTTP/2 stream of the session's channel with HTTP_1_1_REQUIRED (RFC 9113 §8.7, §7:
+    /// IIS does so for NTLM and renegotiation): it wants this request, and this origin, spoken to over HTTP/1.1.
+    /// The channel is gone, as with `upstreamReset`; a request that can be replayed is sent once more on an
+    /// HTTP/1.1-only upstream (`UpstreamKey.http1Only`), anything else fails like a reset.
+    case upstreamRequiresHTTP11
     /// The timer the session armed fired.
     case timerFired
     /// The upstream stopped taking bytes (its write queue passed the high watermark: false) or drained (true).

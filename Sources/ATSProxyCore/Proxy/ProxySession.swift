@@ -95,14 +95,16 @@ public struct ProxySession {
         var requirements: TLSRequirements?
         /// The upstream the request was sent for.
         var upstreamKey: UpstreamKey?
-        /// The request head as sent upstream, kept while the request may be retried once on a fresh
-        /// connection: an idempotent request without a body (RFC 9110 §9.2.2). Nil otherwise.
+        /// The request head as sent upstream, kept while the request may be retried once on another
+        /// connection (a fresh one after a lost reused one, or an HTTP/1.1 one after HTTP_1_1_REQUIRED): an
+        /// idempotent request without a body that is not an upgrade (RFC 9110 §9.2.2). Nil otherwise, and
+        /// once it was retried.
         var retryHead: [UInt8]?
         /// The upstream carrying the request was reused (kept alive, or from the pool), not opened for it.
         var onReusedUpstream = false
         /// Some of the response arrived (after that a lost connection is never retried).
         var responseBytesSeen = false
-        /// The request was sent again on a new connection (logged with the record).
+        /// The request was sent again on another connection (logged with the record).
         var retried = false
         /// The request's Authorization names NTLM or Negotiate (`namesConnectionAuthentication`).
         var authenticatesConnection = false
@@ -129,6 +131,12 @@ public struct ProxySession {
 
     /// Methods a lost connection may repeat (RFC 9110 §9.2.2), when the request has no body.
     static let idempotentMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]
+
+    /// An origin as upstream keys name it: host and port, whatever the TLS requirements.
+    struct OriginAuthority: Hashable {
+        let host: String
+        let port: Int
+    }
 
     public let services: ProxyServices
     public let clientAddress: String
@@ -181,6 +189,11 @@ public struct ProxySession {
     var quietBuffersReleased = false
     /// Set by `drain`: close as soon as the current exchange ends.
     var draining = false
+    /// Origins that reset a request's HTTP/2 stream with HTTP_1_1_REQUIRED: for the rest of this session every
+    /// request to them asks for an HTTP/1.1-only upstream (`UpstreamKey.http1Only`), as browsers remember it.
+    /// Learned per session, never shared: each lane of an HTTP/2 client learns it for itself (and keeps it while
+    /// it serves later streams).
+    var http11Origins: Set<OriginAuthority> = []
     var commands: [ProxyCommand] = []
     var now = Date(timeIntervalSince1970: 0)
 
@@ -260,6 +273,7 @@ public struct ProxySession {
             upstreamBytes(bytes)
         case .upstreamEOF: upstreamEOF(reset: false)
         case .upstreamReset: upstreamEOF(reset: true)
+        case .upstreamRequiresHTTP11: upstreamRequiresHTTP11()
         case .timerFired: timerFired()
         case .clientGone: clientGone()
         case .drain: drain()
@@ -544,11 +558,14 @@ public struct ProxySession {
         }
         let permissive = services.settings.mode == .report && requirements != nil
         // Upgrades and connection-oriented authentication need a connection of their own: HTTP/1.1 only, never
-        // a stream of a shared HTTP/2 link (servers refuse NTLM over h2 with HTTP_1_1_REQUIRED).
+        // a stream of a shared HTTP/2 link (servers refuse NTLM over h2 with HTTP_1_1_REQUIRED); so do origins
+        // that already answered this session with HTTP_1_1_REQUIRED.
         exchange.authenticatesConnection = Self.namesConnectionAuthentication(head.headers.values("Authorization"))
+        let requiresHTTP11 =
+            !http11Origins.isEmpty && http11Origins.contains(OriginAuthority(host: host, port: port))
         let key = UpstreamKey(
             host: host, port: port, requirements: requirements, permissive: permissive,
-            http1Only: exchange.isUpgradeRequest || exchange.authenticatesConnection)
+            http1Only: exchange.isUpgradeRequest || exchange.authenticatesConnection || requiresHTTP11)
         var upstreamHead = head.forOrigin()
         // The proxy speaks its own version upstream (RFC 9112 §2.5), whatever the client sent.
         upstreamHead.version = .http11
@@ -1044,6 +1061,34 @@ public struct ProxySession {
                 verdict: UpstreamVerdict.failed(
                     .transport(.reset), requirements: requirements, url: exchange.url, host: exchange.target.host))
         }
+    }
+
+    /// The origin reset the request's HTTP/2 stream with HTTP_1_1_REQUIRED (RFC 9113 §8.7): it is remembered for
+    /// the rest of the session, and a request that can be replayed (`retryHead`) and of which nothing came back
+    /// is sent once more on an HTTP/1.1-only upstream for the same origin and decision, which the pool may hand
+    /// over. Anything else (a body, a response under way, a request sent once more already) is a reset.
+    private mutating func upstreamRequiresHTTP11() {
+        guard case .http = phase, case .ready(let key, _) = upstream, !key.http1Only else {
+            return upstreamEOF(reset: true)
+        }
+        http11Origins.insert(OriginAuthority(host: key.host, port: key.port))
+        guard let exchange, exchange.kind == .forward, !exchange.responseStarted, !exchange.responseBytesSeen,
+            let head = exchange.retryHead
+        else {
+            return upstreamEOF(reset: true)
+        }
+        commands.append(.closeUpstream)
+        upstream = .none
+        var http1Key = key
+        http1Key.http1Only = true
+        exchange.retryHead = nil
+        exchange.onReusedUpstream = false
+        exchange.retried = true
+        exchange.upstreamKey = http1Key
+        exchange.tls = nil  // The HTTP/1.1 upstream's facts replace the h2 link's.
+        pendingUpstream = []
+        openUpstream(http1Key)
+        sendToUpstream(head)
     }
 
     // MARK: - Passthrough

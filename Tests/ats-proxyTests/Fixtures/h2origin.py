@@ -27,6 +27,8 @@ Routes (both protocols; GET unless noted):
   /reset                h2: head and 1000 bytes of an announced 100000, then RST_STREAM
                         INTERNAL_ERROR; HTTP/1.1: the same head and bytes, then the connection is
                         closed without TLS close_notify
+  /http11-required      h2: RST_STREAM HTTP_1_1_REQUIRED before any response (RFC 9113 8.7, as IIS
+                        does for NTLM); HTTP/1.1: 200 "http/1.1\\n" (the protocol that carried it)
   /status/NNN           that status ("status NNN\\n", no body for 204 and 304)
   /headers              the request's header fields (h2: pseudo-headers first) as a JSON list of
                         [name, value] pairs
@@ -42,7 +44,7 @@ Log lines (space-separated key=value after a keyword; one per line):
   STALLED conn=C protocol=P stream=S path=/p sent=K of=N     could not send for 1 s (flow
                                                              control or a full socket)
   RESET stream=S code=E conn=C path=/p sent=K                the client reset a stream (h2)
-  RESET-SENT stream=S code=E conn=C path=/p                  /reset on h2
+  RESET-SENT stream=S code=E conn=C path=/p                  /reset and /http11-required on h2
   CLIENT-CLOSED-EARLY conn=C protocol=http/1.1 path=/p sent=K of=N
   GOAWAY-RECEIVED conn=C code=E last_stream=S
   PROTOCOL-ERROR conn=C error=...
@@ -336,6 +338,11 @@ class H2Server:
                 self.log.write(
                     "RESET-SENT", stream=stream_id, code=int(h2.errors.ErrorCodes.INTERNAL_ERROR), conn=self.conn_id,
                     path=route.path)
+            elif route.path == "/http11-required":
+                code = h2.errors.ErrorCodes.HTTP_1_1_REQUIRED
+                self.conn.reset_stream(stream_id, error_code=code)
+                self.flush()
+                self.log.write("RESET-SENT", stream=stream_id, code=int(code), conn=self.conn_id, path=route.path)
             elif route.path.startswith("/status/"):
                 code = int(route.path.rsplit("/", 1)[1] or "0")
                 if code in (204, 304):
@@ -522,6 +529,8 @@ class H1Server:
             self.completed = True
             self.writer.transport.abort()
             return False
+        elif route.path == "/http11-required":
+            await self.simple(200, b"http/1.1\n", head_only)
         elif route.path.startswith("/status/"):
             code = int(route.path.rsplit("/", 1)[1] or "0")
             if code in (204, 304):
