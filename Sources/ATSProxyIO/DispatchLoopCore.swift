@@ -94,8 +94,8 @@ final class DispatchLoopCore: LoopCore, @unchecked Sendable {
         registration.setInterest(interest)
     }
 
-    override func unregister(_ token: LoopToken, fd: Int32) {
-        cancel(token, closing: false, then: nil)
+    override func unregister(_ token: LoopToken, fd: Int32, then: @escaping () -> Void) {
+        cancel(token, closing: false, then: then)
     }
 
     override func unregisterAndClose(_ token: LoopToken, fd: Int32, then: (() -> Void)?) {

@@ -105,9 +105,10 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
         return token
     }
 
-    override func unregister(_ token: LoopToken, fd: Int32) {
+    override func unregister(_ token: LoopToken, fd: Int32, then: @escaping () -> Void) {
         _ = ats_poll_remove(poller, fd)
         release(token)
+        local.append(then)
     }
 
     override func unregisterAndClose(_ token: LoopToken, fd: Int32, then: (() -> Void)?) {

@@ -232,8 +232,12 @@ class LoopCore: @unchecked Sendable {
     /// `tracksInterest`.
     func setInterest(_ token: LoopToken, interest: UInt32) {}
 
-    /// Forgets a registration and leaves `fd` open (the listener backing off).
-    func unregister(_ token: LoopToken, fd: Int32) { preconditionFailure("LoopCore is abstract") }
+    /// Forgets a registration and leaves `fd` open (the listener backing off). `then` runs on the loop
+    /// once the backend has let go of `fd` (never within this call): only then may it be closed or
+    /// registered again (Dispatch sources still own it until their cancel handlers have run).
+    func unregister(_ token: LoopToken, fd: Int32, then: @escaping () -> Void) {
+        preconditionFailure("LoopCore is abstract")
+    }
 
     /// Forgets a registration and closes `fd` (now or once the backend lets go of it); `then`
     /// runs on the loop afterwards, never within this call. The caller must not touch `fd` again.

@@ -73,6 +73,10 @@ public final class TCPListener: @unchecked Sendable, LoopWatcher {
 
     private let group: EventLoopGroup
     private let fd: Int32
+    /// A back-off's unregistration has not landed yet: until it has, the fd is neither closed nor
+    /// registered again, and `whenDetached` (a stop's close, or the resumption) waits for it.
+    private var detaching = false
+    private var whenDetached: (() -> Void)?
     /// The loop whose poller watches the listening socket and that runs `acceptAll`.
     private let acceptLoop: EventLoop
     private var state = State.bound
@@ -164,8 +168,16 @@ public final class TCPListener: @unchecked Sendable, LoopWatcher {
                 acceptLoop.core.unregisterAndClose(token, fd: fd) { completion?() }
             case .bound, .backingOff:
                 state = .stopped
-                sysClose(fd)
-                completion?()
+                if detaching {
+                    // Replaces a resumption the back-off timer may have left waiting.
+                    whenDetached = { [fd] in
+                        sysClose(fd)
+                        completion?()
+                    }
+                } else {
+                    sysClose(fd)
+                    completion?()
+                }
             case .stopped:
                 completion?()
             }
@@ -258,12 +270,26 @@ public final class TCPListener: @unchecked Sendable, LoopWatcher {
     /// socket (the registration is level-triggered).
     private func backOff(_ error: IOError) {
         logger.warning("accept paused for 100 ms", metadata: ["error": "\(error)"])
-        if case .accepting(let token) = state { acceptLoop.core.unregister(token, fd: fd) }
+        if case .accepting(let token) = state {
+            detaching = true
+            acceptLoop.core.unregister(token, fd: fd) { [self] in
+                detaching = false
+                let work = whenDetached
+                whenDetached = nil
+                work?()
+            }
+        }
         state = .backingOff
         _ = LoopTimer.oneShot(on: acceptLoop, after: .milliseconds(100)) { [self] in
             switch state {
             case .backingOff:
-                registerForAccepts()
+                if detaching {
+                    whenDetached = { [self] in
+                        if case .backingOff = state { registerForAccepts() }
+                    }
+                } else {
+                    registerForAccepts()
+                }
             case .bound, .accepting, .stopped:
                 return
             }

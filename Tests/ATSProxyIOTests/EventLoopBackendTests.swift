@@ -389,6 +389,67 @@ struct EventLoopBackendTests {
         #expect(result.1 == size)
     }
 
+    @Test(
+        "an unregistered fd is handed back after the call, and can be watched again from then",
+        arguments: EventLoopBackend.allCases)
+    func unregisterHandsTheDescriptorBack(backend: EventLoopBackend) throws {
+        /// Counts the read reports of one registration.
+        final class Watcher: LoopWatcher, @unchecked Sendable {
+            let trace: Trace
+            let name: String
+            init(_ trace: Trace, _ name: String) {
+                self.trace = trace
+                self.name = name
+            }
+            func loopEvent(_ events: UInt32) { trace.add(name) }
+        }
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { close(pair[1]) }
+        let readable: UInt32 = 1  // ATS_POLL_IN
+        let watched = pair[0]
+        let loop = EventLoop(backend: backend)
+        let trace = Trace()
+        let first = Watcher(trace, "first")
+        let second = Watcher(trace, "second")
+        let handedBack = Expectation<Bool>()
+        /// The second registration, to be closed through the loop (a Dispatch source must not outlive its fd).
+        final class TokenBox: @unchecked Sendable { var token: LoopToken? }
+        let box = TokenBox()
+        loop.execute {
+            do {
+                let token = try loop.core.register(
+                    fd: watched, interest: readable, edgeTriggered: false, watcher: first)
+                loop.core.unregister(token, fd: watched) {
+                    trace.add("handed back")
+                    do {
+                        // Watched again, by a new watcher: only it hears about the next byte.
+                        box.token = try loop.core.register(
+                            fd: watched, interest: readable, edgeTriggered: false, watcher: second)
+                        handedBack.fulfill(true)
+                    } catch {
+                        handedBack.fulfill(false)
+                    }
+                }
+                trace.add("unregister returned")
+            } catch {
+                handedBack.fulfill(false)
+            }
+        }
+        #expect(handedBack.wait(seconds: 10) == true)
+        #expect(write(pair[1], "x", 1) == 1)
+        #expect(eventually { trace.all.contains("second") })
+        let entries = trace.all
+        #expect(Array(entries.prefix(2)) == ["unregister returned", "handed back"], "\(entries)")
+        #expect(!entries.contains("first"), "\(entries)")
+        let closed = Expectation<Bool>()
+        loop.execute {
+            guard let token = box.token else { return closed.fulfill(false) }
+            loop.core.unregisterAndClose(token, fd: watched) { closed.fulfill(true) }
+        }
+        #expect(closed.wait(seconds: 10) == true)
+    }
+
     @Test("a released loop stops and frees its state", arguments: EventLoopBackend.allCases)
     func releasedLoopShutsDown(backend: EventLoopBackend) throws {
         /// Watches the loop core being freed.
