@@ -61,8 +61,7 @@ public struct RequestTarget: Sendable, Hashable, Codable, CustomStringConvertibl
         self.scheme = scheme
         self.host = host.lowercased()
         self.port = port ?? scheme.defaultPort
-        let hostPart = self.host.utf8.contains(UInt8(ascii: ":")) ? "[\(self.host)]" : self.host
-        self.url = url ?? "\(scheme.rawValue)://\(hostPart)\(port.map { ":\($0)" } ?? "")/"
+        self.url = url ?? "\(scheme.rawValue)://\(Self.uriHost(self.host))\(port.map { ":\($0)" } ?? "")/"
     }
 
     /// Parses an absolute http/https/ws/wss URL.
@@ -154,6 +153,11 @@ public struct RequestTarget: Sendable, Hashable, Codable, CustomStringConvertibl
             }
         }
         return nonASCII && text.contains(where: \.isWhitespace)
+    }
+
+    /// `host` as a URL or `host:port` authority spells it: an IPv6 literal in brackets (RFC 3986 §3.2.2).
+    public static func uriHost(_ host: String) -> String {
+        host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
     }
 
     /// The same scheme, host and port under another URL (a different path on the same origin).

@@ -1,3 +1,5 @@
+import ATSPolicy
+
 /// The `host[:port]` part of a target or Host field; the host keeps its case, IPv6 loses brackets.
 public struct HTTP1Authority: Hashable, Sendable, CustomStringConvertible {
     /// The host as written, without IPv6 brackets.
@@ -13,7 +15,7 @@ public struct HTTP1Authority: Hashable, Sendable, CustomStringConvertible {
 
     /// `host[:port]`, with brackets around an IPv6 literal.
     public var description: String {
-        let hostText = host.utf8.contains(HTTP1ASCII.colon) ? "[\(host)]" : host
+        let hostText = RequestTarget.uriHost(host)
         return port.map { "\(hostText):\($0)" } ?? hostText
     }
 

@@ -513,15 +513,13 @@ public struct ProxySession {
     }
 
     private func isSelf(host: String, port: Int) -> Bool {
-        let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
-        return services.settings.selfAuthorities.contains("\(name):\(port)")
+        services.settings.selfAuthorities.contains("\(RequestTarget.uriHost(host)):\(port)")
     }
 
     /// `--cleartext upgrade`: fetch the https:// twin under that host's ATS requirements.
     private mutating func upgradeCleartext(_ original: Exchange, head: HTTP1RequestHead) {
         let port = services.settings.upgradePort
-        let host =
-            original.target.host.utf8.contains(UInt8(ascii: ":")) ? "[\(original.target.host)]" : original.target.host
+        let host = RequestTarget.uriHost(original.target.host)
         var path = "/"
         if case .absolute(_, _, let pathAndQuery) = head.target, !pathAndQuery.isEmpty { path = pathAndQuery }
         let url = "https://\(host)\(port == 443 ? "" : ":\(port)")\(path.hasPrefix("/") ? path : "/" + path)"
@@ -700,8 +698,7 @@ public struct ProxySession {
             close()
             return
         }
-        let hostText = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
-        let url = "https://\(hostText)\(port == 443 ? "" : ":\(port)")/"
+        let url = "https://\(RequestTarget.uriHost(host))\(port == 443 ? "" : ":\(port)")/"
         guard let target = try? RequestTarget(parsing: url) else {
             answerLocally(status: 400, reason: "Bad Request", body: "ats-proxy: bad CONNECT target\n", keepAlive: false)
             close()
@@ -1049,12 +1046,7 @@ public struct ProxySession {
         {
             // A reused connection the origin closed as the request arrived (its keep-alive timeout): like
             // CFNetwork, send the idempotent request once more, on a connection opened for it.
-            exchange.retryHead = nil
-            exchange.onReusedUpstream = false
-            exchange.retried = true
-            pendingUpstream = []
-            openUpstream(key, reusable: false)
-            sendToUpstream(head)
+            sendAgain(exchange, head: head, on: key, reusable: false)
         } else {
             let requirements = exchange.requirements ?? Self.cleartextRequirements
             failExchange(
@@ -1081,13 +1073,19 @@ public struct ProxySession {
         upstream = .none
         var http1Key = key
         http1Key.http1Only = true
+        exchange.upstreamKey = http1Key
+        exchange.tls = nil  // The HTTP/1.1 upstream's facts replace the h2 link's.
+        sendAgain(exchange, head: head, on: http1Key, reusable: true)
+    }
+
+    /// Sends `exchange`'s request (`head`, its replayable head) once more, on an upstream for `key`, and
+    /// marks it so: never a third time, and logged as retried.
+    private mutating func sendAgain(_ exchange: Exchange, head: [UInt8], on key: UpstreamKey, reusable: Bool) {
         exchange.retryHead = nil
         exchange.onReusedUpstream = false
         exchange.retried = true
-        exchange.upstreamKey = http1Key
-        exchange.tls = nil  // The HTTP/1.1 upstream's facts replace the h2 link's.
         pendingUpstream = []
-        openUpstream(http1Key)
+        openUpstream(key, reusable: reusable)
         sendToUpstream(head)
     }
 
