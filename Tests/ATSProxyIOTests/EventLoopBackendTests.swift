@@ -271,25 +271,15 @@ struct EventLoopBackendTests {
     func closeWithQueuedWrites(backend: EventLoopBackend) throws {
         let group = EventLoopGroup(loopCount: 1, backend: backend)
         let loop = group.loops[0]
-        let closed = Expectation<TCPCloseReason>()
+        let recorder = CloseRecorder()
         let queuedAtClose = Expectation<Int>()
-        /// Reports the close reason.
-        final class Closer: TCPConnectionHandler {
-            let closed: Expectation<TCPCloseReason>
-            init(closed: Expectation<TCPCloseReason>) { self.closed = closed }
-            func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {}
-            func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) {
-                #expect(!connection.isOpen)
-                closed.fulfill(reason)
-            }
-        }
         /// Watches the connection being freed (read on its loop).
         final class WeakBox: @unchecked Sendable { weak var connection: TCPConnection? }
         let weakBox = WeakBox()
         let listener = try TCPListener(
             configuration: .init(address: ListenAddress(parsing: "127.0.0.1:0")!), group: group,
             onAccept: { connection in
-                connection.handler = Closer(closed: closed)
+                connection.handler = recorder
                 weakBox.connection = connection
                 // The client is not reading yet: 16 MiB cannot all fit in the socket buffers.
                 let chunk = [UInt8](repeating: 0x5a, count: 1 << 20)
@@ -304,7 +294,8 @@ struct EventLoopBackendTests {
         let client = try BlockingClient(connectingTo: listener.boundAddress)
         defer { client.close() }
         #expect((queuedAtClose.wait() ?? 0) > 0)
-        #expect(closed.wait() == .local)
+        #expect(recorder.closed.wait() == .local)
+        #expect(recorder.openAtClose.wait() == false)
         // The server's fd is closed: the client reads what reached its buffer, then EOF (not the
         // 5 s receive timeout), and far less than was queued.
         let readStart = Date()

@@ -104,30 +104,17 @@ struct TCPConnectionTests {
     @Test("a peer reset is reported as .reset")
     func peerResetIsDetected() throws {
         let group = EventLoopGroup(loopCount: 1)
-        let closed = Expectation<TCPCloseReason>()
-        let gotBytes = Expectation<Bool>()
-        final class Watcher: TCPConnectionHandler {
-            let closed: Expectation<TCPCloseReason>
-            let gotBytes: Expectation<Bool>
-            init(closed: Expectation<TCPCloseReason>, gotBytes: Expectation<Bool>) {
-                self.closed = closed
-                self.gotBytes = gotBytes
-            }
-            func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {
-                gotBytes.fulfill(true)
-            }
-            func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) { closed.fulfill(reason) }
-        }
+        let recorder = CloseRecorder()
         let listener = try TCPListener(
             configuration: .init(address: ListenAddress(parsing: "127.0.0.1:0")!), group: group,
-            onAccept: { connection in connection.handler = Watcher(closed: closed, gotBytes: gotBytes) })
+            onAccept: { connection in connection.handler = recorder })
         listener.start()
         defer { stopAndWait(listener) }
         let client = try BlockingClient(connectingTo: listener.boundAddress)
         client.send("hello")
-        #expect(gotBytes.wait() == true)
+        #expect(recorder.gotBytes.wait() == true)
         client.reset()
-        #expect(closed.wait() == .reset)
+        #expect(recorder.closed.wait() == .reset)
     }
 
     @Test("a writer to a reset peer sees .reset, not SIGPIPE")
@@ -135,18 +122,11 @@ struct TCPConnectionTests {
         let group = EventLoopGroup(loopCount: 1)
         let loop = group.loops[0]
         let accepted = Expectation<TCPConnection>()
-        let closed = Expectation<TCPCloseReason>()
-        final class Recorder: TCPConnectionHandler {
-            let closed: Expectation<TCPCloseReason>
-            init(closed: Expectation<TCPCloseReason>) { self.closed = closed }
-            func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {}
-            func connectionDidReadEOF(_ connection: TCPConnection) {}
-            func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) { closed.fulfill(reason) }
-        }
+        let recorder = CloseRecorder()
         let listener = try TCPListener(
             configuration: .init(address: ListenAddress(parsing: "127.0.0.1:0")!), group: group,
             onAccept: { connection in
-                connection.handler = Recorder(closed: closed)
+                connection.handler = recorder
                 accepted.fulfill(connection)
             })
         listener.start()
@@ -158,7 +138,7 @@ struct TCPConnectionTests {
         loop.execute {
             for _ in 0..<64 { connection.write([UInt8](repeating: 1, count: 65536)) }
         }
-        #expect(closed.wait() == .reset)
+        #expect(recorder.closed.wait() == .reset)
     }
 
     @Test("shutdownWrite before start with nothing written still sends FIN; both ends finish")
@@ -167,22 +147,16 @@ struct TCPConnectionTests {
         let listener = try startEchoServer(group: group)
         defer { stopAndWait(listener) }
         let address = listener.boundAddress
-        let closed = Expectation<TCPCloseReason>()
-        final class Quiet: TCPConnectionHandler {
-            let closed: Expectation<TCPCloseReason>
-            init(closed: Expectation<TCPCloseReason>) { self.closed = closed }
-            func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {}
-            func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) { closed.fulfill(reason) }
-        }
+        let recorder = CloseRecorder()
         let loop = group.loops[0]
         loop.execute {
             TCPConnector.connect(to: [address], on: loop) { result in
                 guard case .success(let connection) = result else { return }
-                connection.handler = Quiet(closed: closed)
+                connection.handler = recorder
                 connection.shutdownWrite()
             }
         }
-        #expect(closed.wait() == .finished)
+        #expect(recorder.closed.wait() == .finished)
         #expect(eventually { listener.liveConnections == 0 })
     }
 

@@ -81,6 +81,21 @@ func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @Sendable () -> T) -> T {
 }
 
 /// Echoes everything back; finishes its write side after the peer's EOF (the protocol default).
+/// Ignores what arrives and records what the tests ask about a connection: that bytes arrived,
+/// whether it still counted as open when it closed, and why it closed. On EOF it leaves both ends
+/// alone (no automatic `shutdownWrite`).
+final class CloseRecorder: TCPConnectionHandler, @unchecked Sendable {
+    let gotBytes = Expectation<Bool>()
+    let closed = Expectation<TCPCloseReason>()
+    let openAtClose = Expectation<Bool>()
+    func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) { gotBytes.fulfill(true) }
+    func connectionDidReadEOF(_ connection: TCPConnection) {}
+    func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) {
+        openAtClose.fulfill(connection.isOpen)
+        closed.fulfill(reason)
+    }
+}
+
 final class EchoHandler: TCPConnectionHandler {
     func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {
         connection.write(bytes)

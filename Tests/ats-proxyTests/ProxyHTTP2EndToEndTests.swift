@@ -29,14 +29,14 @@ import Testing
         let download = try stack.curl("/bytes?n=\(size)", client: client)
         #expect(download.status == 200)
         #expect(download.body.count == size)
-        #expect(try E2E.sha256Hex(ofFile: download.bodyPath) == download.headers["x-body-sha256"])
+        #expect(try download.bodyMatchesChecksum())
 
         // A body of unknown length (HTTP/1.1 chunked, h2 without content-length).
         let unknownSize = 2_000_003
         let unknown = try stack.curl("/bytes?n=\(unknownSize)&chunked=1", client: client)
         #expect(unknown.status == 200)
         #expect(unknown.body.count == unknownSize)
-        #expect(try E2E.sha256Hex(ofFile: unknown.bodyPath) == unknown.headers["x-body-sha256"])
+        #expect(try unknown.bodyMatchesChecksum())
 
         let upload = try stack.writeDeterministicFile("upload.bin", size: 2 << 20, seed: 3)
         let uploadHash = try E2E.sha256Hex(ofFile: upload)
@@ -474,7 +474,7 @@ import Testing
             let other = try stack.curl("/bytes?n=2000000", client: "h2")
             #expect(other.status == 200)
             #expect(other.body.count == 2_000_000)
-            #expect(try E2E.sha256Hex(ofFile: other.bodyPath) == other.headers["x-body-sha256"])
+            #expect(try other.bodyMatchesChecksum())
             #expect(client.process.isRunning, "the stalled client was still connected during that request")
             _ = FileManager.default.createFile(atPath: release, contents: nil)
         }
@@ -780,7 +780,7 @@ private final class H2Shim {
 
 /// One curl run through the proxy with its raw header dump: the CONNECT answer, interim (1xx)
 /// heads, the final head and any trailers, in the order curl wrote them.
-private struct H2CurlResult {
+private struct H2CurlResult: SavedResponse {
     let exitCode: Int32
     let writeOut: String
     let headerText: String

@@ -356,7 +356,21 @@ func cleartextException(_ host: String) -> String {
 
 // MARK: - curl
 
-struct CurlResult {
+/// A response curl saved to a file, with its header fields (lower-cased names).
+protocol SavedResponse {
+    var headers: [String: String] { get }
+    var bodyPath: String { get }
+}
+
+extension SavedResponse {
+    /// Whether the saved body hashes to the origin fixture's `X-Body-SHA256` (false without that header).
+    func bodyMatchesChecksum() throws -> Bool {
+        guard let expected = headers["x-body-sha256"] else { return false }
+        return try E2E.sha256Hex(ofFile: bodyPath) == expected
+    }
+}
+
+struct CurlResult: SavedResponse {
     let exitCode: Int32
     let httpCode: Int
     /// Header fields of the final response (lower-cased names; last value wins).
