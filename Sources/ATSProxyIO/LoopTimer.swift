@@ -2,7 +2,9 @@ import Dispatch
 
 /// A one-shot or repeating timer on a loop: header-read, idle keep-alive and connect timeouts.
 /// An entry in the loop's timer heap, so arming, rescheduling and cancelling cost no syscall
-/// (rescheduling an idle timeout on every event is the common case).
+/// (rescheduling an idle timeout on every event is the common case). Pushing a deadline later does
+/// not even touch the heap: the timer keeps its place, and when that earlier deadline comes it goes
+/// back in for the rest of the time instead of firing (a timeout is pushed back on every event).
 ///
 /// Contract: the handler runs on the loop, never after `cancel()` returns (cancel is called on
 /// the loop). A one-shot timer is disarmed before its handler runs. The loop retains an armed
@@ -21,8 +23,12 @@ public final class LoopTimer: @unchecked Sendable {
 
     /// The loop the timer runs on.
     public let loop: EventLoop
-    /// Monotonic nanoseconds at which the timer fires next (loop clock).
+    /// Monotonic nanoseconds of the timer's place in the loop's heap (loop clock): when it fires,
+    /// unless `pushedDeadline` moved it later.
     private(set) var deadline: UInt64
+    /// A later deadline set by `reschedule` while the timer sits in the heap at `deadline`: applied
+    /// when `deadline` comes, so that the heap is touched once per timeout rather than once per event.
+    private var pushedDeadline: UInt64?
     /// Position in the loop's heap, -1 when not in it (maintained by `TimerHeap`).
     var heapIndex = -1
     private let interval: UInt64?
@@ -66,8 +72,14 @@ public final class LoopTimer: @unchecked Sendable {
         loop.assertInLoop()
         switch state {
         case .armed:
-            deadline = loop.core.now &+ delay.loopNanoseconds
-            loop.core.timers.update(self)
+            let next = loop.core.now &+ delay.loopNanoseconds
+            if next >= deadline {
+                pushedDeadline = next
+            } else {
+                pushedDeadline = nil
+                deadline = next
+                loop.core.timers.update(self)
+            }
             return true
         case .done:
             return false
@@ -81,6 +93,7 @@ public final class LoopTimer: @unchecked Sendable {
         case .armed:
             state = .done
             handler = nil
+            pushedDeadline = nil
             loop.core.timers.remove(self)
         case .done:
             return
@@ -92,6 +105,15 @@ public final class LoopTimer: @unchecked Sendable {
         switch state {
         case .armed:
             guard let work = handler else { return }
+            if let pushed = pushedDeadline {
+                pushedDeadline = nil
+                if pushed > now {
+                    // Pushed back since it was placed: wait for the rest of the time.
+                    deadline = pushed
+                    loop.core.timers.insert(self)
+                    return
+                }
+            }
             if let interval {
                 deadline = now &+ max(interval, 1)
                 loop.core.timers.insert(self)

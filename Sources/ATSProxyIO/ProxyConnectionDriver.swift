@@ -200,7 +200,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
 
     /// Re-arms a lane's timer: an armed one is pushed back rather than replaced (it restarts on nearly every event).
     private func armTimer(lane: Lane, seconds: Double) {
-        let delay = Duration.milliseconds(Int(seconds * 1000))
+        let delay = Duration.milliseconds(Int((seconds * 1000).rounded()))
         if let timer = lane.timer, timer.reschedule(after: delay) { return }
         let id = lane.id
         lane.timer = LoopTimer.oneShot(on: loop, after: delay) { [self] in

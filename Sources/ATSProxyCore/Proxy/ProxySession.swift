@@ -167,6 +167,9 @@ public struct ProxySession {
     var upstream: Upstream = .none
     /// Plaintext waiting for the upstream to become ready.
     var pendingUpstream: [UInt8] = []
+    /// Plaintext for the client's TLS engine, sealed once the event is handled (or before anything that
+    /// must follow it): a response head and its small body leave as one record, not one record each.
+    var clientPlain: [UInt8] = []
     /// TLS facts of the current upstream connection (recorded on every request it carries).
     var upstreamFacts: [String: String]?
     /// `http/1.1`, or `h2` when the upstream is a channel of a shared HTTP/2 link.
@@ -194,6 +197,9 @@ public struct ProxySession {
     /// Learned per session, never shared: each lane of an HTTP/2 client learns it for itself (and keeps it while
     /// it serves later streams).
     var http11Origins: Set<OriginAuthority> = []
+    /// This connection's last decision, what it was made for and under which policy generation: the requests
+    /// of a tunnel all go to one origin, so nearly all of them reuse it without the policy store's locks.
+    var lastDecision: (generation: Int, key: DecisionCache.Key, decision: ATSDecision)?
     var commands: [ProxyCommand] = []
     var now = Date(timeIntervalSince1970: 0)
 
@@ -252,6 +258,7 @@ public struct ProxySession {
         body(&self)
         if case .closed = phase {
         } else {
+            sealClientPlain()
             updateTimer()
         }
         let out = commands
@@ -458,7 +465,7 @@ public struct ProxySession {
             return
         }
         let source = requestSource(head)
-        let decision = services.policy.snapshot.decide(target, source: source)
+        let decision = decide(target, source: source)
         let exchange = Exchange(
             number: requestCount, start: now, method: head.method, url: url, target: target, decision: decision,
             source: source, requestHeaders: head.headers, kind: .forward, clientKeepAlive: clientKeepAlive,
@@ -497,6 +504,19 @@ public struct ProxySession {
         }
     }
 
+    /// The policy's decision for `target`, reusing the last one when it is for the same scheme, host, port
+    /// and source under the same policy.
+    private mutating func decide(_ target: RequestTarget, source: RequestSource) -> ATSDecision {
+        let generation = services.policy.generation
+        let key = DecisionCache.Key(target, source: source)
+        if let last = lastDecision, last.generation == generation, last.key == key {
+            return last.decision.retargeted(target)
+        }
+        let decision = services.policy.snapshot.decide(target, source: source)
+        lastDecision = (generation, key, decision)
+        return decision
+    }
+
     private func tunnelURL(path: String) -> String {
         guard tunnelTarget != nil else { return "https://invalid/" }
         var url = tunnelOrigin
@@ -529,7 +549,7 @@ public struct ProxySession {
                 keepAlive: false)
             return
         }
-        let decision = services.policy.snapshot.decide(target, source: original.source)
+        let decision = decide(target, source: original.source)
         let exchange = Exchange(
             number: original.number, start: original.start, method: original.method, url: url, target: target,
             decision: decision, source: original.source, requestHeaders: original.requestHeaders, kind: .forward,
@@ -705,7 +725,7 @@ public struct ProxySession {
             return
         }
         let source = requestSource(head)
-        let decision = services.policy.snapshot.decide(target, source: source)
+        let decision = decide(target, source: source)
         let passthrough =
             services.settings.isPassthroughHost(host)
             || (services.settings.passthroughPinnedDomains && decision.requirements.pins != nil)
@@ -1327,6 +1347,7 @@ public struct ProxySession {
         if case .closed = phase { return }
         releaseOrCloseUpstream()
         if let tls = clientTLS {
+            sealClientPlain()
             tls.shutdown()
             flushClientTLS(tls)
         }
@@ -1408,8 +1429,7 @@ public struct ProxySession {
     private mutating func timerFired() {
         if exchange != nil, quietStageArmed {
             // Quiet for `bufferLinger` in the middle of an exchange: free the buffers, keep waiting.
-            quietBuffersReleased = true
-            holdRecordBuffers(false)
+            quietBuffersReleased = true  // updateTimer lets go of them
             return
         }
         if let exchange {
@@ -1436,10 +1456,8 @@ public struct ProxySession {
             if stage.at < services.settings.idleTimeout {
                 // An idle stage, not the end: give back what has lingered long enough and time the rest.
                 idleElapsed = stage.at
-                if stage.releasesBuffers {
-                    idleBuffersReleased = true
-                    holdRecordBuffers(false)
-                }
+                // The buffers go in updateTimer, once this event is handled.
+                if stage.releasesBuffers { idleBuffersReleased = true }
                 if stage.releasesUpstream {
                     // The next request takes a connection from the pool again.
                     idleUpstreamReleased = true
@@ -1495,11 +1513,15 @@ public struct ProxySession {
         case .closed:
             break
         }
+        var hold = false
         if case .http = phase {
-            holdRecordBuffers(!idleBuffersReleased && !quietBuffersReleased && services.settings.bufferLinger > 0)
-        } else {
-            holdRecordBuffers(false)
+            hold = !idleBuffersReleased && !quietBuffersReleased && services.settings.bufferLinger > 0
         }
+        // The engines are taken out first: setting them while `self` is borrowed made the compiler copy the
+        // whole session (every reference in it retained and released) on every event.
+        let engines = (client: clientTLS, upstream: upstreamEngine)
+        engines.client?.holdsRecordBuffers = hold
+        engines.upstream?.holdsRecordBuffers = hold
         let wantsPause = exchange != nil && upstreamPending
         if wantsPause != clientReadsPaused {
             clientReadsPaused = wantsPause
@@ -1548,11 +1570,12 @@ public struct ProxySession {
         return false
     }
 
-    /// Whether the client engine and the upstream engine keep their record buffers between records
-    /// (busy HTTP/1.1) or free them whenever they run dry (idle, relayed or HTTP/2 connections).
-    private func holdRecordBuffers(_ hold: Bool) {
-        clientTLS?.holdsRecordBuffers = hold
-        if case .ready(_, let tls) = upstream { tls?.holdsRecordBuffers = hold }
+    /// The TLS engine of a ready HTTP/1.1 upstream of the session's own. The client engine and this one keep
+    /// their record buffers between records while HTTP/1.1 is busy and free them whenever they run dry when
+    /// idle, relayed or HTTP/2 (`updateTimer`).
+    private var upstreamEngine: TLSConnection? {
+        if case .ready(_, let tls) = upstream { return tls }
+        return nil
     }
 
     /// Between requests with an idle upstream connection of its own that the pool could take back.
@@ -1576,12 +1599,20 @@ public struct ProxySession {
 
     private mutating func sendToClient(_ plain: [UInt8]) {
         guard !plain.isEmpty else { return }
-        if let tls = clientTLS {
-            tls.write(plain)
-            flushClientTLS(tls)
+        if clientTLS != nil {
+            if clientPlain.isEmpty { clientPlain = plain } else { clientPlain += plain }
         } else {
             commands.append(.writeToClient(plain))
         }
+    }
+
+    /// Encrypts the plaintext `sendToClient` gathered and queues the records.
+    private mutating func sealClientPlain() {
+        guard !clientPlain.isEmpty, let tls = clientTLS else { return }
+        let plain = clientPlain
+        clientPlain = []
+        tls.write(plain)
+        if tls.hasOutbound { commands.append(.writeToClient(tls.takeOutbound())) }
     }
 
     private mutating func sendToUpstream(_ plain: [UInt8]) {
@@ -1607,6 +1638,7 @@ public struct ProxySession {
     }
 
     private mutating func flushClientTLS(_ tls: TLSConnection) {
+        sealClientPlain()
         if tls.hasOutbound { commands.append(.writeToClient(tls.takeOutbound())) }
     }
 

@@ -94,7 +94,7 @@ public final class PolicyStore: Sendable {
         /// The decision for `target` and `source`, computed once per distinct (scheme, host,
         /// port, source) under this policy. The URL in the returned decision is `target`'s.
         public func decide(_ target: RequestTarget, source: RequestSource) -> ATSDecision {
-            let key = DecisionCache.Key(scheme: target.scheme, host: target.host, port: target.port, source: source)
+            let key = DecisionCache.Key(target, source: source)
             if let cached = cache.lookup(key) { return cached.retargeted(target) }
             let decision = evaluator.evaluate(target, source: source)
             cache.store(key, decision)
@@ -103,14 +103,23 @@ public final class PolicyStore: Sendable {
     }
 
     private let current: Mutex<Snapshot>
+    /// Counts replacements, so that a session can tell without the lock that a decision it kept is current.
+    private let replacements = Atomic<Int>(0)
 
     public init(_ snapshot: Snapshot) { current = Mutex(snapshot) }
 
     /// The policy in force now.
     public var snapshot: Snapshot { current.withLock { $0 } }
 
+    /// Changes whenever the policy is replaced (read it before `snapshot`: a decision made after reading
+    /// generation G is current for as long as `generation` is still G).
+    public var generation: Int { replacements.load(ordering: .acquiring) }
+
     /// Replaces the policy; requests already running keep the one they started with.
-    public func replace(with snapshot: Snapshot) { current.withLock { $0 = snapshot } }
+    public func replace(with snapshot: Snapshot) {
+        current.withLock { $0 = snapshot }
+        replacements.add(1, ordering: .releasing)
+    }
 }
 
 /// A bounded cache of decisions for one policy snapshot. Thread-safe (a mutex); cleared wholesale
@@ -122,6 +131,17 @@ final class DecisionCache: Sendable {
         let host: String
         let port: Int
         let source: RequestSource
+
+        init(scheme: URLScheme, host: String, port: Int, source: RequestSource) {
+            self.scheme = scheme
+            self.host = host
+            self.port = port
+            self.source = source
+        }
+
+        init(_ target: RequestTarget, source: RequestSource) {
+            self.init(scheme: target.scheme, host: target.host, port: target.port, source: source)
+        }
     }
 
     static let capacity = 4096
