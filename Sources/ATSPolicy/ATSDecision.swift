@@ -34,6 +34,11 @@ public struct ATSBlock: Sendable, Hashable, Codable {
 }
 
 /// The answer to "what would ATS do with this URL for this app?".
+///
+/// A value type: the target plus a verdict in one shared, immutable storage object, so that copying a
+/// decision (every proxied request carries one) or retargeting a cached one to a new path costs a few
+/// reference counts, not one per string and list in it. Equality, hashing and the Codable form are those
+/// of a plain struct of the properties.
 public struct ATSDecision: Sendable, Hashable, Codable {
     /// What happens to the load.
     public enum Outcome: Sendable, Hashable, Codable {
@@ -45,34 +50,97 @@ public struct ATSDecision: Sendable, Hashable, Codable {
         case https
     }
 
+    /// The URL decided (the one part that differs between the requests of one host).
     public let target: RequestTarget
-    public let source: RequestSource
-    public let platform: Platform
-    public let outcome: Outcome
+    /// Everything else, shared by every copy and by every `retargeted` twin.
+    private let verdict: Verdict
+
+    /// The verdict fields, stored once.
+    struct Fields: Sendable, Hashable, Codable {
+        let source: RequestSource
+        let platform: Platform
+        let outcome: Outcome
+        let atsRequired: Bool
+        let requirements: TLSRequirements
+        let exceptionKey: String?
+        let localHost: LocalHostKind?
+        let ruleChain: [RuleStep]
+        let fix: String?
+        let justificationKeys: [String]
+    }
+
+    /// Immutable: one per evaluation, shared by the decisions made from it.
+    final class Verdict: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    init(
+        target: RequestTarget, source: RequestSource, platform: Platform, outcome: Outcome, atsRequired: Bool,
+        requirements: TLSRequirements, exceptionKey: String?, localHost: LocalHostKind?, ruleChain: [RuleStep],
+        fix: String?, justificationKeys: [String]
+    ) {
+        self.target = target
+        verdict = Verdict(
+            Fields(
+                source: source, platform: platform, outcome: outcome, atsRequired: atsRequired,
+                requirements: requirements, exceptionKey: exceptionKey, localHost: localHost, ruleChain: ruleChain,
+                fix: fix, justificationKeys: justificationKeys))
+    }
+
+    private init(target: RequestTarget, verdict: Verdict) {
+        self.target = target
+        self.verdict = verdict
+    }
+
+    /// The kind of request (URLSession, WebKit, media) the decision is for.
+    public var source: RequestSource { verdict.fields.source }
+    /// The emulated platform.
+    public var platform: Platform { verdict.fields.platform }
+    /// What happens to the load.
+    public var outcome: Outcome { verdict.fields.outcome }
     /// Whether ATS is in force for this host (§2.3 `atsRequired`).
-    public let atsRequired: Bool
+    public var atsRequired: Bool { verdict.fields.atsRequired }
     /// For HTTPS (and for cleartext, what an https:// upgrade would need).
-    public let requirements: TLSRequirements
+    public var requirements: TLSRequirements { verdict.fields.requirements }
     /// The matched NSExceptionDomains key, if any.
-    public let exceptionKey: String?
+    public var exceptionKey: String? { verdict.fields.exceptionKey }
     /// Why the host counts as local, if it does.
-    public let localHost: LocalHostKind?
+    public var localHost: LocalHostKind? { verdict.fields.localHost }
     /// The reasoning, in order.
-    public let ruleChain: [RuleStep]
+    public var ruleChain: [RuleStep] { verdict.fields.ruleChain }
     /// For a blocked load: the smallest Info.plist change that allows it.
-    public let fix: String?
+    public var fix: String? { verdict.fields.fix }
     /// App Review: keys on the decision path that need a justification.
-    public let justificationKeys: [String]
+    public var justificationKeys: [String] { verdict.fields.justificationKeys }
 
     /// The same decision for another URL with the same scheme, host, port and source (a cached
-    /// decision reused for a new path).
+    /// decision reused for a new path). Shares the verdict: nothing but the target is copied.
     public func retargeted(_ other: RequestTarget) -> ATSDecision {
-        guard other.url != target.url else { return self }
-        return ATSDecision(
-            target: other, source: source, platform: platform, outcome: outcome, atsRequired: atsRequired,
-            requirements: requirements, exceptionKey: exceptionKey, localHost: localHost, ruleChain: ruleChain,
-            fix: fix,
-            justificationKeys: justificationKeys)
+        ATSDecision(target: other, verdict: verdict)
+    }
+
+    public static func == (lhs: ATSDecision, rhs: ATSDecision) -> Bool {
+        lhs.target == rhs.target && (lhs.verdict === rhs.verdict || lhs.verdict.fields == rhs.verdict.fields)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(target)
+        hasher.combine(verdict.fields)
+    }
+
+    private enum TargetKey: String, CodingKey { case target }
+
+    /// The same keyed form as a plain struct of these properties: `target` beside the verdict's fields.
+    public init(from decoder: any Decoder) throws {
+        target = try decoder.container(keyedBy: TargetKey.self).decode(RequestTarget.self, forKey: .target)
+        verdict = Verdict(try Fields(from: decoder))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: TargetKey.self)
+        try container.encode(target, forKey: .target)
+        try verdict.fields.encode(to: encoder)
     }
 
     /// True when the load is blocked by policy alone (cleartext); HTTPS verdicts need a handshake.
