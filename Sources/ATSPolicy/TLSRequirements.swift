@@ -131,10 +131,15 @@ public struct TLSRequirements: Sendable, Hashable, Codable {
         var niap: NIAPPackage
     }
 
-    /// Immutable: shared by every copy of one value.
+    /// Immutable: shared by every copy of one value. The fields' hash is computed once (upstream keys,
+    /// which carry the requirements, are hashed on every pool lookup).
     final class Storage: Sendable {
         let fields: Fields
-        init(_ fields: Fields) { self.fields = fields }
+        let fieldsHash: Int
+        init(_ fields: Fields) {
+            self.fields = fields
+            fieldsHash = fields.hashValue
+        }
     }
 
     private var storage: Storage
@@ -250,7 +255,7 @@ public struct TLSRequirements: Sendable, Hashable, Codable {
         lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
     }
 
-    public func hash(into hasher: inout Hasher) { storage.fields.hash(into: &hasher) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(storage.fieldsHash) }
 
     public init(from decoder: any Decoder) throws { storage = Storage(try Fields(from: decoder)) }
 

@@ -137,6 +137,21 @@ import Testing
         #expect(record.status == 200 && record.result == .completed && record.bytesToClient == 2)
     }
 
+    @Test func aReloadedPolicyDecidesTheNextRequestOnTheSameConnection() throws {
+        let harness = try Harness()
+        let blocked = harness.send("GET http://example.com/a HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        #expect(Self.text(Self.clientWrites(blocked)).hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
+        // The connection keeps its last decision only while the policy is the same one (SIGHUP replaces it).
+        let permissive = ATSEvaluator(
+            configuration: ATSConfigurationParser().parse(.dictionary(["NSAllowsArbitraryLoads": .bool(true)])),
+            options: EvaluationOptions(platform: Platform(parsing: "ios:18.0")!))
+        harness.session.services.policy.replace(
+            with: .init(evaluator: permissive, sourceSummary: "reloaded", processName: "Tester"))
+        let next = harness.send("GET http://example.com/b HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        #expect(Self.connects(next) == ["example.com:80"])
+        #expect(Self.clientWrites(next).isEmpty)
+    }
+
     @Test func pipelinedRequestsReuseTheUpstream() throws {
         let harness = try Harness()
         let two =

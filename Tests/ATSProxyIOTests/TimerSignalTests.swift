@@ -73,6 +73,23 @@ struct TimerSignalTests {
         #expect(fired.map { $0.timeIntervalSince(start) >= 0.12 } == true)
     }
 
+    @Test("a timeout pushed back and then brought forward fires at the earlier deadline")
+    func rescheduleLaterThenEarlier() {
+        let loop = EventLoop()
+        let firedAt = Expectation<Date>()
+        let start = Date()
+        loop.execute {
+            let timer = LoopTimer.oneShot(on: loop, after: .milliseconds(300)) { firedAt.fulfill(Date()) }
+            // Later: the timer keeps its heap slot at 300 ms and only notes 2 s.
+            #expect(timer.reschedule(after: .seconds(2)))
+            // Earlier than its slot: it must move up, not wait for 300 ms (nor 2 s).
+            #expect(timer.reschedule(after: .milliseconds(40)))
+        }
+        let fired = firedAt.wait(seconds: 5)
+        let elapsed = fired.map { $0.timeIntervalSince(start) } ?? 99
+        #expect(elapsed >= 0.04 && elapsed < 0.25, "fired after \(elapsed) s")
+    }
+
     @Test("SIGUSR1 and SIGHUP reach their callbacks instead of killing the process")
     func signals() {
         let watcher = SignalWatcher()
