@@ -142,7 +142,7 @@ public struct ProxySession {
     public let clientAddress: String
     /// N of `Connection N:` in console lines.
     public let connectionNumber: Int
-    private(set) var taskUUID = UUID()
+    private(set) var taskUUID = TaskUUIDs.next()
     /// `<UUID>>.<` of every task ID of this connection, formatted once (uuidString formats with vfprintf).
     private(set) var taskIDPrefix: String
     /// Set for the per-stream sessions of an HTTP/2 client (`HTTP2Frontend`): requests arrive parsed, already
