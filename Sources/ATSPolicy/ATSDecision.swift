@@ -72,7 +72,12 @@ public struct ATSDecision: Sendable, Hashable, Codable {
     /// Immutable: one per evaluation, shared by the decisions made from it.
     final class Verdict: Sendable {
         let fields: Fields
-        init(_ fields: Fields) { self.fields = fields }
+        /// The rule chain's sentences, made once (every request's log record lists them).
+        let ruleTexts: [String]
+        init(_ fields: Fields) {
+            self.fields = fields
+            ruleTexts = fields.ruleChain.map(\.text)
+        }
     }
 
     init(
@@ -109,6 +114,8 @@ public struct ATSDecision: Sendable, Hashable, Codable {
     public var localHost: LocalHostKind? { verdict.fields.localHost }
     /// The reasoning, in order.
     public var ruleChain: [RuleStep] { verdict.fields.ruleChain }
+    /// The sentences of `ruleChain`, in order.
+    public var ruleTexts: [String] { verdict.ruleTexts }
     /// For a blocked load: the smallest Info.plist change that allows it.
     public var fix: String? { verdict.fields.fix }
     /// App Review: keys on the decision path that need a justification.

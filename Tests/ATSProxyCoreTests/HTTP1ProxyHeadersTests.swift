@@ -17,6 +17,33 @@ import Testing
         #expect(reframed == ["Host": "a", "Accept": "*/*"])
     }
 
+    @Test(arguments: [
+        HTTP1ProxyHeaders.Options(), HTTP1ProxyHeaders.Options(reframing: true),
+    ])
+    func writingAHeadThroughTheFilterEqualsRemovingThenWriting(options: HTTP1ProxyHeaders.Options) {
+        let sets: [HTTP1Headers] = [
+            ["Server": "nginx", "Content-Length": "2", "Connection": "keep-alive"],
+            ["Server": "x", "Connection": "close, X-Secret", "x-secret": "1", "Keep-Alive": "timeout=5"],
+            ["Transfer-Encoding": "chunked", "Trailer": "X-Sum", "Date": "today", "Connection": "Content-Length"],
+            ["Content-Type": "text/plain", "Vary": "Accept"],
+        ]
+        let extra = [HTTP1Field(name: "Connection", value: "close")]
+        for headers in sets {
+            let head = HTTP1ResponseHead(status: 200, reason: "OK", headers: headers)
+            var expected = head
+            expected.headers = HTTP1ProxyHeaders.removingHopByHop(headers, options: options)
+            expected.headers.fields += extra
+            var written: [UInt8] = []
+            HTTP1Serializer.writeResponseHead(expected, into: &written)
+            var filtered: [UInt8] = []
+            HTTP1Serializer.writeResponseHead(
+                head, dropping: HTTP1ProxyHeaders.HopByHopFilter(headers, options: options), appending: extra,
+                into: &filtered)
+            #expect(
+                String(decoding: filtered, as: UTF8.self) == String(decoding: written, as: UTF8.self), "\(headers)")
+        }
+    }
+
     @Test func theLengthSwitchedHopByHopCheckMatchesTheList() {
         for name in HTTP1ProxyHeaders.hopByHop {
             #expect(HTTP1ProxyHeaders.isHopByHop(name))

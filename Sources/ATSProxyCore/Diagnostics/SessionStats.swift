@@ -20,7 +20,8 @@ public final class SessionStats: Sendable {
         }
     }
 
-    private let state = Mutex<(snapshot: Snapshot, hosts: Set<String>)>((Snapshot(), []))
+    /// The counters, the distinct hosts, and the host counted last (most records repeat it: no hashing then).
+    private let state = Mutex<(snapshot: Snapshot, hosts: Set<String>, lastHost: String?)>((Snapshot(), [], nil))
 
     public init() {}
 
@@ -40,6 +41,8 @@ public final class SessionStats: Sendable {
             case .reported:
                 state.snapshot.violations += 1
             }
+            guard host != state.lastHost else { return }
+            state.lastHost = host
             if state.hosts.insert(host).inserted { state.snapshot.hosts = state.hosts.count }
         }
     }

@@ -30,36 +30,61 @@ public enum HTTP1ProxyHeaders {
     /// and Transfer-Encoding/Content-Length when reframing. When upgrading, `Upgrade` is kept and a
     /// single `Connection: Upgrade` is appended so the next hop sees the request to switch.
     public static func removingHopByHop(_ headers: HTTP1Headers, options: Options = Options()) -> HTTP1Headers {
+        let filter = HopByHopFilter(headers, options: options)
         // Most messages carry no hop-by-hop field at all (keep-alive is HTTP/1.1's default): then
         // the headers are returned as they are, without building anything.
-        let removable = headers.fields.contains { field in
-            isHopByHop(field.name) || (options.reframing && isFraming(field.name))
-        }
-        guard removable else { return headers }
-        // `Connection: keep-alive` / `close` name no field: skip collecting the named ones then.
-        let namesFields = headers.fields.contains { field in
-            field.name.utf8.count == 10 && HTTP1Headers.nameMatches(field.name, "Connection")
-                && HTTP1ASCII.forEachListElement(of: field.value) { element in
-                    !HTTP1ASCII.equalsIgnoringCase(element, "keep-alive".utf8)
-                        && !HTTP1ASCII.equalsIgnoringCase(element, "close".utf8)
-                }
-        }
-        let named =
-            namesFields
-            ? headers.listElements("Connection").filter { token in
-                !protected.contains { HTTP1ASCII.equalsIgnoringCase($0.utf8, token.utf8) }
-            } : []
+        guard !filter.dropsNothing else { return headers }
         var result = headers
-        result.fields.removeAll { field in
+        result.fields.removeAll { filter.drops($0) }
+        if options.upgrading && result.contains("Upgrade") {
+            result.append(name: "Connection", value: "Upgrade")
+        }
+        return result
+    }
+
+    /// Which fields of one message `removingHopByHop` removes, decided without copying the fields: a
+    /// serializer can skip them while it writes (`HTTP1Serializer.writeResponseHead(_:dropping:appending:into:)`).
+    public struct HopByHopFilter: Sendable {
+        let options: Options
+        /// Fields the Connection header names (beyond keep-alive and close), protected ones excepted.
+        let named: [Substring]
+        /// No field of the message is dropped.
+        let dropsNothing: Bool
+
+        /// The filter for `headers` under `options`.
+        public init(_ headers: HTTP1Headers, options: Options = Options()) {
+            self.options = options
+            let removable = headers.fields.contains { field in
+                isHopByHop(field.name) || (options.reframing && isFraming(field.name))
+            }
+            dropsNothing = !removable
+            guard removable else {
+                named = []
+                return
+            }
+            // `Connection: keep-alive` / `close` name no field: skip collecting the named ones then.
+            let namesFields = headers.fields.contains { field in
+                field.name.utf8.count == 10 && HTTP1Headers.nameMatches(field.name, "Connection")
+                    && HTTP1ASCII.forEachListElement(of: field.value) { element in
+                        !HTTP1ASCII.equalsIgnoringCase(element, "keep-alive".utf8)
+                            && !HTTP1ASCII.equalsIgnoringCase(element, "close".utf8)
+                    }
+            }
+            named =
+                namesFields
+                ? headers.listElements("Connection").filter { token in
+                    !protected.contains { HTTP1ASCII.equalsIgnoringCase($0.utf8, token.utf8) }
+                } : []
+        }
+
+        /// Whether `field` is hop-by-hop for this message.
+        public func drops(_ field: HTTP1Field) -> Bool {
+            if dropsNothing { return false }
             if options.upgrading && HTTP1Headers.nameMatches(field.name, "Upgrade") { return false }
             if isHopByHop(field.name) { return true }
             if options.reframing && isFraming(field.name) { return true }
             return named.contains { HTTP1ASCII.equalsIgnoringCase(field.name.utf8, $0.utf8) }
         }
-        if options.upgrading && result.contains("Upgrade") {
-            result.append(name: "Connection", value: "Upgrade")
-        }
-        return result
     }
 
     /// Whether `name` is one of `hopByHop`; checks the length before comparing.

@@ -34,6 +34,26 @@ public enum HTTP1Serializer {
         buffer.append(contentsOf: HTTP1ASCII.crlf)
     }
 
+    /// Appends a response head whose fields are `head`'s without those `filter` drops, followed by `extra`:
+    /// what `removingHopByHop` and appending would produce, without copying the field list.
+    public static func writeResponseHead(
+        _ head: HTTP1ResponseHead, dropping filter: HTTP1ProxyHeaders.HopByHopFilter, appending extra: [HTTP1Field],
+        into buffer: inout [UInt8]
+    ) {
+        var size = fieldsSize(head.headers)
+        for field in extra { size += field.name.utf8.count + field.value.utf8.count + 4 }
+        buffer.reserveCapacity(buffer.count + head.reason.utf8.count + 15 + size)
+        buffer.append(contentsOf: head.version.description.utf8)
+        buffer.append(HTTP1ASCII.space)
+        buffer.append(contentsOf: String(head.status).utf8)
+        buffer.append(HTTP1ASCII.space)
+        buffer.append(contentsOf: head.reason.utf8)
+        buffer.append(contentsOf: HTTP1ASCII.crlf)
+        for field in head.headers where !filter.drops(field) { appendField(field, into: &buffer) }
+        for field in extra { appendField(field, into: &buffer) }
+        buffer.append(contentsOf: HTTP1ASCII.crlf)
+    }
+
     /// Appends one chunk (`size-in-hex CRLF data CRLF`). Empty data writes nothing, because an
     /// empty chunk would be the last-chunk.
     public static func writeChunk<Data: Collection<UInt8>>(_ data: Data, into buffer: inout [UInt8]) {
@@ -67,12 +87,14 @@ public enum HTTP1Serializer {
 
     /// `writeFields` without the reservation (the caller reserved for the whole head).
     private static func appendFields(_ headers: HTTP1Headers, into buffer: inout [UInt8]) {
-        for field in headers {
-            buffer.append(contentsOf: field.name.utf8)
-            buffer.append(HTTP1ASCII.colon)
-            buffer.append(HTTP1ASCII.space)
-            FieldValueBytes.append(field.value, to: &buffer)
-            buffer.append(contentsOf: HTTP1ASCII.crlf)
-        }
+        for field in headers { appendField(field, into: &buffer) }
+    }
+
+    private static func appendField(_ field: HTTP1Field, into buffer: inout [UInt8]) {
+        buffer.append(contentsOf: field.name.utf8)
+        buffer.append(HTTP1ASCII.colon)
+        buffer.append(HTTP1ASCII.space)
+        FieldValueBytes.append(field.value, to: &buffer)
+        buffer.append(contentsOf: HTTP1ASCII.crlf)
     }
 }

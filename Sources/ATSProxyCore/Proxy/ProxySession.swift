@@ -949,10 +949,13 @@ public struct ProxySession {
                 }
                 var clientHead = head
                 var clientFraming = framing
+                var bytes: [UInt8] = []
                 if head.status == 101 {
                     clientHead.headers = HTTP1ProxyHeaders.removingHopByHop(
                         head.headers, options: HTTP1ProxyHeaders.Options(upgrading: true))
                     clientFraming = .tunnel
+                    clientHead.version = .http11
+                    HTTP1Serializer.writeResponseHead(clientHead, into: &bytes)
                 } else {
                     if exchange.clientIsHTTP10 && (framing == .chunked || framing == .untilClose) {
                         // HTTP/1.0 knows no chunked coding: send the body raw and end it by closing.
@@ -960,10 +963,12 @@ public struct ProxySession {
                     }
                     let dechunk = exchange.clientIsHTTP10 && framing == .chunked
                     let rechunk = framing == .untilClose && exchange.clientKeepAlive
-                    clientHead.headers = HTTP1ProxyHeaders.removingHopByHop(
+                    // The hop-by-hop fields are skipped while the head is written: no copy of the field list.
+                    let hopByHop = HTTP1ProxyHeaders.HopByHopFilter(
                         head.headers, options: HTTP1ProxyHeaders.Options(reframing: rechunk || dechunk))
+                    var extra: [HTTP1Field] = []
                     if rechunk {
-                        clientHead.headers.append(name: "Transfer-Encoding", value: "chunked")
+                        extra.append(HTTP1Field(name: "Transfer-Encoding", value: "chunked"))
                         clientFraming = .chunked
                     } else if dechunk {
                         clientFraming = .untilClose
@@ -972,12 +977,11 @@ public struct ProxySession {
                         exchange.upstreamKeepAlive && framing != .untilClose
                         && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
                     if !exchange.requestDone { exchange.clientKeepAlive = false }
-                    if !exchange.clientKeepAlive { clientHead.headers.append(name: "Connection", value: "close") }
+                    if !exchange.clientKeepAlive { extra.append(HTTP1Field(name: "Connection", value: "close")) }
+                    clientHead.version = .http11
+                    HTTP1Serializer.writeResponseHead(clientHead, dropping: hopByHop, appending: extra, into: &bytes)
                 }
-                clientHead.version = .http11
                 exchange.responseWriter = HTTP1BodyWriter(framing: clientFraming)
-                var bytes: [UInt8] = []
-                HTTP1Serializer.writeResponseHead(clientHead, into: &bytes)
                 sendToClient(bytes)
             case .body(let slice):
                 var framed: [UInt8] = []
@@ -1318,7 +1322,7 @@ public struct ProxySession {
             method: exchange.method, url: exchange.url, host: exchange.target.host, httpProtocol: clientProtocol,
             source: exchange.source,
             result: exchange.result, atsRequired: exchange.decision.atsRequired,
-            ruleChain: exchange.decision.ruleChain.map(\.text), rule: exchange.rule + redirectNote, fix: exchange.fix,
+            ruleChain: exchange.decision.ruleTexts, rule: exchange.rule + redirectNote, fix: exchange.fix,
             errorCode: exchange.errorCode, streamError: exchange.streamError, status: exchange.responseStatus,
             tls: exchange.tls,
             requestHeaders: exchange.requestHeaders.fields, responseHeaders: exchange.responseHeaders.fields,
