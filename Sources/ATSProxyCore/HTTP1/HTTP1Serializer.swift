@@ -24,12 +24,7 @@ public enum HTTP1Serializer {
     /// Appends `version SP status SP reason CRLF fields CRLF`.
     public static func writeResponseHead(_ head: HTTP1ResponseHead, into buffer: inout [UInt8]) {
         buffer.reserveCapacity(buffer.count + head.reason.utf8.count + 15 + fieldsSize(head.headers))
-        buffer.append(contentsOf: head.version.description.utf8)
-        buffer.append(HTTP1ASCII.space)
-        buffer.append(contentsOf: String(head.status).utf8)
-        buffer.append(HTTP1ASCII.space)
-        buffer.append(contentsOf: head.reason.utf8)
-        buffer.append(contentsOf: HTTP1ASCII.crlf)
+        appendStatusLine(head, into: &buffer)
         appendFields(head.headers, into: &buffer)
         buffer.append(contentsOf: HTTP1ASCII.crlf)
     }
@@ -43,14 +38,19 @@ public enum HTTP1Serializer {
         var size = fieldsSize(head.headers)
         for field in extra { size += field.name.utf8.count + field.value.utf8.count + 4 }
         buffer.reserveCapacity(buffer.count + head.reason.utf8.count + 15 + size)
+        appendStatusLine(head, into: &buffer)
+        for field in head.headers where !filter.drops(field) { appendField(field, into: &buffer) }
+        for field in extra { appendField(field, into: &buffer) }
+        buffer.append(contentsOf: HTTP1ASCII.crlf)
+    }
+
+    /// `version SP status SP reason CRLF`.
+    private static func appendStatusLine(_ head: HTTP1ResponseHead, into buffer: inout [UInt8]) {
         buffer.append(contentsOf: head.version.description.utf8)
         buffer.append(HTTP1ASCII.space)
         buffer.append(contentsOf: String(head.status).utf8)
         buffer.append(HTTP1ASCII.space)
         buffer.append(contentsOf: head.reason.utf8)
-        buffer.append(contentsOf: HTTP1ASCII.crlf)
-        for field in head.headers where !filter.drops(field) { appendField(field, into: &buffer) }
-        for field in extra { appendField(field, into: &buffer) }
         buffer.append(contentsOf: HTTP1ASCII.crlf)
     }
 
