@@ -54,6 +54,8 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
     private var finished = false
     /// Events raised while commands run wait here (see the type's contract).
     private var pendingEvents: [ProxyEvent] = []
+    /// The storage of the command list, kept from one event to the next (`handleAndExecute`).
+    private var commandBuffer: [ProxyCommand] = []
     private var running = false
     /// The session asked not to read from the client (its upstream is not ready).
     private var sessionPausedClient = false
@@ -94,13 +96,23 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
             return
         }
         running = true
-        execute(session.handle(event, now: Date()))
+        handleAndExecute(event)
         while !pendingEvents.isEmpty && !finished {
-            let next = pendingEvents.removeFirst()
-            execute(session.handle(next, now: Date()))
+            handleAndExecute(pendingEvents.removeFirst())
         }
         pendingEvents = []
         running = false
+    }
+
+    /// One event through the session and its commands through `execute`, in a command list whose storage
+    /// is kept for the next event.
+    private func handleAndExecute(_ event: ProxyEvent) {
+        var commands = commandBuffer
+        commandBuffer = []
+        session.handle(event, now: Date(), into: &commands)
+        execute(commands)
+        commands.removeAll(keepingCapacity: true)
+        commandBuffer = commands
     }
 
     private func run(lane: Int32, _ event: ProxyEvent) {

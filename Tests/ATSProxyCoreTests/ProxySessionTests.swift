@@ -152,6 +152,24 @@ import Testing
         #expect(Self.clientWrites(next).isEmpty)
     }
 
+    @Test func handlingIntoAReusedListAppendsOnlyThatEventsCommands() throws {
+        let harness = try Harness()
+        var list: [ProxyCommand] = [.cancelTimer]
+        harness.session.handle(
+            .clientBytes(Array("GET http://localhost:9000/a HTTP/1.1\r\nHost: localhost:9000\r\n\r\n".utf8)),
+            now: harness.now, into: &list)
+        guard case .cancelTimer = list.first else {
+            Issue.record("the list's earlier command was replaced: \(list)")
+            return
+        }
+        #expect(Self.connects(list) == ["localhost:9000"])
+        // The next event's commands are its own: nothing of the previous event is repeated.
+        list.removeAll(keepingCapacity: true)
+        harness.session.handle(.upstreamConnected, now: harness.now, into: &list)
+        #expect(Self.connects(list).isEmpty)
+        #expect(Self.text(Self.upstreamWrites(list)).hasPrefix("GET /a HTTP/1.1\r\n"))
+    }
+
     @Test func pipelinedRequestsReuseTheUpstream() throws {
         let harness = try Harness()
         let two =

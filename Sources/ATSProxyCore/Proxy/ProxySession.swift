@@ -240,7 +240,17 @@ public struct ProxySession {
 
     /// Handles one event at time `now` and returns what the driver must do, in order.
     public mutating func handle(_ event: ProxyEvent, now: Date) -> [ProxyCommand] {
+        var out: [ProxyCommand] = []
+        handle(event, now: now, into: &out)
+        return out
+    }
+
+    /// `handle(_:now:)` appending to `out`, an empty list whose storage the caller keeps from event to
+    /// event: no command list is allocated per event.
+    public mutating func handle(_ event: ProxyEvent, now: Date, into out: inout [ProxyCommand]) {
+        swap(&commands, &out)
         run(now: now) { $0.dispatch(event) }
+        swap(&commands, &out)
     }
 
     /// Feeds an HTTP/2 stream's request, already parsed, as request number `number` (stream sessions only).
@@ -249,21 +259,22 @@ public struct ProxySession {
             if let number { session.requestCount = number - 1 }
             session.process(events)
         }
+        let out = commands
+        commands = []
+        return out
     }
 
-    private mutating func run(now: Date, _ body: (inout ProxySession) -> Void) -> [ProxyCommand] {
+    /// Runs `body` for one event and what follows every event (sealing client plaintext, the timer),
+    /// appending to `commands`, which the caller empties.
+    private mutating func run(now: Date, _ body: (inout ProxySession) -> Void) {
         self.now = now
-        commands = []
-        if case .closed = phase { return [] }
+        if case .closed = phase { return }
         body(&self)
         if case .closed = phase {
         } else {
             sealClientPlain()
             updateTimer()
         }
-        let out = commands
-        commands = []
-        return out
     }
 
     private mutating func dispatch(_ event: ProxyEvent) {
