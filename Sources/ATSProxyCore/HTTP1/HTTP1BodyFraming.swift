@@ -35,15 +35,26 @@ public enum HTTP1BodyFraming: Hashable, Sendable {
         throws(HTTP1ParseError) -> HTTP1BodyFraming?
     {
         var hasTransferEncoding = false
-        var contentLengths: [String] = []
+        var hasContentLength = false
+        // Content-Length values are checked as they come (no list of them is built); the first fault is
+        // kept and reported only if Transfer-Encoding does not take precedence.
+        var length: Int?
+        var lengthFault: HTTP1ParseError?
         for field in headers.fields {
             switch field.name.utf8.count {
-            case 14 where HTTP1Headers.nameMatches(field.name, "Content-Length"): contentLengths.append(field.value)
+            case 14 where HTTP1Headers.nameMatches(field.name, "Content-Length"):
+                hasContentLength = true
+                if lengthFault == nil {
+                    do throws(HTTP1ParseError) {
+                        try accumulateContentLength(field.value, into: &length)
+                    } catch {
+                        lengthFault = error
+                    }
+                }
             case 17 where HTTP1Headers.nameMatches(field.name, "Transfer-Encoding"): hasTransferEncoding = true
             default: continue
             }
         }
-        let hasContentLength = !contentLengths.isEmpty
         if hasTransferEncoding {
             // Both present is a smuggling signature; RFC 9112 §6.3 allows rejecting it, and we do on
             // both sides. TE in HTTP/1.0 means the framing is faulty (RFC 9112 §6.1).
@@ -51,8 +62,10 @@ public enum HTTP1BodyFraming: Hashable, Sendable {
             if !version.isAtLeastHTTP11 { throw HTTP1ParseError(.transferEncodingInHTTP10) }
             return try transferCoding(headers.listElements("Transfer-Encoding"), isRequest: isRequest)
         }
-        if hasContentLength { return .contentLength(try contentLength(contentLengths)) }
-        return nil
+        guard hasContentLength else { return nil }
+        if let lengthFault { throw lengthFault }
+        guard let length else { throw HTTP1ParseError(.invalidContentLength) }
+        return .contentLength(length)
     }
 
     /// Only `chunked` alone is implemented. A final coding other than chunked (or chunked applied
@@ -70,32 +83,30 @@ public enum HTTP1BodyFraming: Hashable, Sendable {
         return .chunked
     }
 
-    /// Content-Length: one decimal number; a list or repeated fields must all carry the same value.
-    private static func contentLength(_ values: [String]) throws(HTTP1ParseError) -> Int {
-        var result: Int?
+    /// Content-Length: one decimal number; a list or repeated fields must all carry the same value. Checks
+    /// one field's `value` against the length the earlier fields gave (`result`, nil before the first).
+    private static func accumulateContentLength(_ value: String, into result: inout Int?) throws(HTTP1ParseError) {
+        var sawElement = false
         var invalid = false
         var conflicting = false
-        for value in values {
-            var sawElement = false
-            // An empty element ("5,,5" is fine, "" or "," is not) leaves nothing to parse.
-            _ = HTTP1ASCII.forEachListElement(of: value) { element in
-                sawElement = true
-                guard element.count <= 18, element.allSatisfy(HTTP1ASCII.isDigit) else {
-                    invalid = true
-                    return true
-                }
-                let length = element.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
-                if let result, result != length {
-                    conflicting = true
-                    return true
-                }
-                result = length
-                return false
+        var current = result
+        // An empty element ("5,,5" is fine, "" or "," is not) leaves nothing to parse.
+        _ = HTTP1ASCII.forEachListElement(of: value) { element in
+            sawElement = true
+            guard element.count <= 18, element.allSatisfy(HTTP1ASCII.isDigit) else {
+                invalid = true
+                return true
             }
-            if invalid || !sawElement { throw HTTP1ParseError(.invalidContentLength) }
-            if conflicting { throw HTTP1ParseError(.conflictingContentLength) }
+            let length = element.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+            if let current, current != length {
+                conflicting = true
+                return true
+            }
+            current = length
+            return false
         }
-        guard let result else { throw HTTP1ParseError(.invalidContentLength) }
-        return result
+        if invalid || !sawElement { throw HTTP1ParseError(.invalidContentLength) }
+        if conflicting { throw HTTP1ParseError(.conflictingContentLength) }
+        result = current
     }
 }

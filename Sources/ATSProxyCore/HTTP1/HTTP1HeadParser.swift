@@ -6,29 +6,47 @@ import ATSHTTP2
 /// no whitespace before the colon, no obs-fold, no control characters in values, and for requests
 /// the Host rules of RFC 9112 §3.2.
 enum HTTP1HeadParser {
-    /// Splits a section into its lines without CRLF, dropping the final empty line.
-    static func lines(of section: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
-        var lines: [ArraySlice<UInt8>] = []
-        // One allocation for a typical head instead of regrowing 1, 2, 4, 8, 16.
-        lines.reserveCapacity(24)
-        var start = section.startIndex
-        var index = section.startIndex
-        while index + 1 < section.endIndex {
-            if section[index] == HTTP1ASCII.cr && section[index + 1] == HTTP1ASCII.lf {
-                if index > start { lines.append(section[start..<index]) }
-                index += 2
-                start = index
-            } else {
-                index += 1
-            }
+    /// The lines of a section without their CRLF, empty ones skipped (the final empty line among them),
+    /// walked in place: no list of lines is built.
+    struct Lines: Sequence, IteratorProtocol {
+        private let section: ArraySlice<UInt8>
+        private var position: Int
+
+        init(_ section: ArraySlice<UInt8>) {
+            self.section = section
+            position = section.startIndex
         }
-        return lines
+
+        mutating func next() -> ArraySlice<UInt8>? {
+            var start = position
+            var index = position
+            while index + 1 < section.endIndex {
+                if section[index] == HTTP1ASCII.cr && section[index + 1] == HTTP1ASCII.lf {
+                    let line = section[start..<index]
+                    index += 2
+                    position = index
+                    if !line.isEmpty { return line }
+                    start = index
+                } else {
+                    index += 1
+                }
+            }
+            position = section.endIndex
+            return nil
+        }
+
+        /// How many lines are left (a count of the LF bytes is enough to size the field list).
+        var roughCount: Int {
+            var count = 0
+            for byte in section[position...] where byte == HTTP1ASCII.lf { count += 1 }
+            return count
+        }
     }
 
     /// Parses a request head and checks method, target, version and Host.
     static func parseRequest(_ section: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTP1RequestHead {
-        let lines = lines(of: section)
-        guard let requestLine = lines.first else { throw HTTP1ParseError(.invalidRequestLine) }
+        var lines = Lines(section)
+        guard let requestLine = lines.next() else { throw HTTP1ParseError(.invalidRequestLine) }
         guard let firstSpace = requestLine.firstIndex(of: HTTP1ASCII.space),
             let secondSpace = requestLine[(firstSpace + 1)...].firstIndex(of: HTTP1ASCII.space)
         else { throw HTTP1ParseError(.invalidRequestLine) }
@@ -43,7 +61,7 @@ enum HTTP1HeadParser {
         guard version.major == 1 else { throw HTTP1ParseError(.unsupportedVersion) }
         let method = String(decoding: methodBytes, as: UTF8.self)
         let target = try HTTP1RequestTarget.parse(targetBytes, method: method)
-        let headers = try parseFields(lines.dropFirst())
+        let headers = try parseFields(lines)
         let head = HTTP1RequestHead(method: method, target: target, version: version, headers: headers)
         try validateHost(head)
         return head
@@ -51,8 +69,8 @@ enum HTTP1HeadParser {
 
     /// Parses a status line and fields.
     static func parseResponse(_ section: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTP1ResponseHead {
-        let lines = lines(of: section)
-        guard let statusLine = lines.first, statusLine.count >= 12,
+        var lines = Lines(section)
+        guard let statusLine = lines.next(), statusLine.count >= 12,
             statusLine[statusLine.startIndex + 8] == HTTP1ASCII.space
         else { throw HTTP1ParseError(.invalidStatusLine) }
         let start = statusLine.startIndex
@@ -75,19 +93,19 @@ enum HTTP1HeadParser {
             }
             reason = String(decoding: reasonBytes, as: UTF8.self)
         }
-        let headers = try parseFields(lines.dropFirst())
+        let headers = try parseFields(lines)
         return HTTP1ResponseHead(version: version, status: status, reason: reason, headers: headers)
     }
 
     /// Parses a trailer section (fields only).
     static func parseTrailers(_ section: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTP1Headers {
-        try parseFields(lines(of: section)[...])
+        try parseFields(Lines(section))
     }
 
     /// Parses field lines: `token ":" OWS value OWS`.
-    static func parseFields(_ lines: ArraySlice<ArraySlice<UInt8>>) throws(HTTP1ParseError) -> HTTP1Headers {
+    static func parseFields(_ lines: Lines) throws(HTTP1ParseError) -> HTTP1Headers {
         var fields: [HTTP1Field] = []
-        fields.reserveCapacity(lines.count)
+        fields.reserveCapacity(lines.roughCount)
         for line in lines {
             guard let first = line.first else { continue }
             if first == HTTP1ASCII.space || first == HTTP1ASCII.htab { throw HTTP1ParseError(.obsoleteLineFolding) }

@@ -961,6 +961,10 @@ public struct ProxySession {
                 var clientHead = head
                 var clientFraming = framing
                 var bytes: [UInt8] = []
+                if clientTLS != nil, case .contentLength(let length) = framing, length <= 16_384 {
+                    // The head's buffer becomes the TLS plaintext and the body is appended to it: room for both.
+                    bytes.reserveCapacity(512 + length)
+                }
                 if head.status == 101 {
                     clientHead.headers = HTTP1ProxyHeaders.removingHopByHop(
                         head.headers, options: HTTP1ProxyHeaders.Options(upgrading: true))
@@ -995,10 +999,15 @@ public struct ProxySession {
                 exchange.responseWriter = HTTP1BodyWriter(framing: clientFraming)
                 sendToClient(bytes)
             case .body(let slice):
-                var framed: [UInt8] = []
-                try? exchange.responseWriter?.write(slice, into: &framed)
                 exchange.bytesToClient += slice.count
-                sendToClient(framed)
+                if clientTLS != nil {
+                    // Straight into the plaintext the client's TLS engine seals after this event.
+                    try? exchange.responseWriter?.write(slice, into: &clientPlain)
+                } else {
+                    var framed: [UInt8] = []
+                    try? exchange.responseWriter?.write(slice, into: &framed)
+                    sendToClient(framed)
+                }
             case .trailers(let trailers):
                 var framed: [UInt8] = []
                 try? exchange.responseWriter?.finish(trailers: trailers, into: &framed)
