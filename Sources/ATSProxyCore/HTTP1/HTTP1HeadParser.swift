@@ -142,7 +142,7 @@ enum HTTP1HeadParser {
             if head.version.isAtLeastHTTP11 && head.method != "CONNECT" { throw HTTP1ParseError(.missingHost) }
             return
         }
-        guard let authority = HTTP1Authority(bytes: ArraySlice(host.utf8)) else {
+        guard let authority = HTTP1Authority(bytes: host.utf8) else {
             // An empty Host is allowed only when the target has no authority (RFC 9112 §3.2).
             guard host.isEmpty, case .origin = head.target else { throw HTTP1ParseError(.invalidHost) }
             return

@@ -86,18 +86,22 @@ public struct HTTP1Parser: Sendable {
 
     /// Parses the next bytes of input. While paused the bytes are held, not parsed.
     public mutating func feed(_ bytes: ArraySlice<UInt8>) -> [HTTP1Event] {
+        var events: [HTTP1Event] = []
+        feed(bytes, into: &events)
+        return events
+    }
+
+    /// `feed(_:)` appending to `events`, a list whose storage the caller may keep from feed to feed.
+    public mutating func feed(_ bytes: ArraySlice<UInt8>, into events: inout [HTTP1Event]) {
         switch state {
         case .head, .contentLength, .chunked, .untilClose:
-            var events: [HTTP1Event] = []
             // A head, a body piece and the message end, without regrowing.
-            events.reserveCapacity(4)
+            events.reserveCapacity(events.count + 4)
             process(bytes, into: &events)
-            return events
         case .messageComplete:
             if held.isEmpty { held = bytes } else { held.append(contentsOf: bytes) }
-            return []
         case .failed:
-            return []
+            return
         case .upgraded, .closed:
             preconditionFailure("HTTP1Parser.feed in state \(state)")
         }

@@ -20,15 +20,17 @@ public struct HTTP1Authority: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Parses `uri-host [ ":" port ]`; no userinfo, no empty host.
-    init?(bytes: ArraySlice<UInt8>) {
-        var hostBytes = bytes
-        var portBytes: ArraySlice<UInt8>?
+    init?<Bytes: Collection<UInt8>>(bytes: Bytes) {
+        var hostBytes = bytes[...]
+        var portBytes: Bytes.SubSequence?
         if bytes.first == UInt8(ascii: "[") {
-            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close > bytes.startIndex + 1 else {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")),
+                bytes.distance(from: bytes.startIndex, to: close) > 1
+            else {
                 return nil
             }
-            hostBytes = bytes[(bytes.startIndex + 1)..<close]
-            let rest = bytes[(close + 1)...]
+            hostBytes = bytes[bytes.index(after: bytes.startIndex)..<close]
+            let rest = bytes[bytes.index(after: close)...]
             guard hostBytes.allSatisfy({ HTTP1ASCII.hexValue($0) != nil || $0 == HTTP1ASCII.colon || $0 == 0x2E })
             else { return nil }
             if !rest.isEmpty {
@@ -38,7 +40,7 @@ public struct HTTP1Authority: Hashable, Sendable, CustomStringConvertible {
         } else {
             if let colon = bytes.firstIndex(of: HTTP1ASCII.colon) {
                 hostBytes = bytes[..<colon]
-                portBytes = bytes[(colon + 1)...]
+                portBytes = bytes[bytes.index(after: colon)...]
             }
             guard !hostBytes.isEmpty, hostBytes.allSatisfy(Self.isRegisteredNameCharacter) else { return nil }
         }

@@ -170,6 +170,8 @@ public struct ProxySession {
     /// Plaintext for the client's TLS engine, sealed once the event is handled (or before anything that
     /// must follow it): a response head and its small body leave as one record, not one record each.
     var clientPlain: [UInt8] = []
+    /// Storage for parser events, reused from feed to feed (`takeEventList`).
+    var eventList: [HTTP1Event] = []
     /// TLS facts of the current upstream connection (recorded on every request it carries).
     var upstreamFacts: [String: String]?
     /// `http/1.1`, or `h2` when the upstream is a channel of a shared HTTP/2 link.
@@ -380,8 +382,23 @@ public struct ProxySession {
     }
 
     private mutating func feedParser(_ bytes: [UInt8]) {
-        let events = parser.feed(bytes)
+        var events = takeEventList()
+        parser.feed(bytes[...], into: &events)
         process(events)
+        giveBackEventList(&events)
+    }
+
+    /// The parser event list kept between feeds (taken while in use: a feed nested inside `process`
+    /// finds it gone and makes a list of its own).
+    private mutating func takeEventList() -> [HTTP1Event] {
+        var events: [HTTP1Event] = []
+        swap(&events, &eventList)
+        return events
+    }
+
+    private mutating func giveBackEventList(_ events: inout [HTTP1Event]) {
+        events.removeAll(keepingCapacity: true)
+        swap(&events, &eventList)
     }
 
     private mutating func process(_ events: [HTTP1Event]) {
@@ -933,8 +950,10 @@ public struct ProxySession {
         }
         guard let exchange else { return }
         exchange.responseBytesSeen = true
-        let events = exchange.responseParser.feed(bytes)
+        var events = takeEventList()
+        exchange.responseParser.feed(bytes[...], into: &events)
         processResponse(events)
+        giveBackEventList(&events)
     }
 
     private mutating func processResponse(_ events: [HTTP1Event]) {
@@ -1480,8 +1499,11 @@ public struct ProxySession {
             if stage.at < services.settings.idleTimeout {
                 // An idle stage, not the end: give back what has lingered long enough and time the rest.
                 idleElapsed = stage.at
-                // The buffers go in updateTimer, once this event is handled.
-                if stage.releasesBuffers { idleBuffersReleased = true }
+                // The TLS buffers go in updateTimer, once this event is handled; the event list goes now.
+                if stage.releasesBuffers {
+                    idleBuffersReleased = true
+                    eventList = []
+                }
                 if stage.releasesUpstream {
                     // The next request takes a connection from the pool again.
                     idleUpstreamReleased = true
