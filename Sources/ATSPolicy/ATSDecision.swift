@@ -39,6 +39,7 @@ public struct ATSBlock: Sendable, Hashable, Codable {
 /// decision (every proxied request carries one) or retargeting a cached one to a new path costs a few
 /// reference counts, not one per string and list in it. Equality, hashing and the Codable form are those
 /// of a plain struct of the properties.
+@dynamicMemberLookup
 public struct ATSDecision: Sendable, Hashable, Codable {
     /// What happens to the load.
     public enum Outcome: Sendable, Hashable, Codable {
@@ -53,25 +54,36 @@ public struct ATSDecision: Sendable, Hashable, Codable {
     /// The URL decided (the one part that differs between the requests of one host).
     public let target: RequestTarget
     /// Everything else, shared by every copy and by every `retargeted` twin.
-    private let verdict: Verdict
+    @usableFromInline let verdict: Verdict
 
-    /// The verdict fields, stored once.
-    struct Fields: Sendable, Hashable, Codable {
-        let source: RequestSource
-        let platform: Platform
-        let outcome: Outcome
-        let atsRequired: Bool
-        let requirements: TLSRequirements
-        let exceptionKey: String?
-        let localHost: LocalHostKind?
-        let ruleChain: [RuleStep]
-        let fix: String?
-        let justificationKeys: [String]
+    /// The verdict's fields, stored once and shared. Read them on the decision itself (`decision.outcome`,
+    /// through `subscript(dynamicMember:)`).
+    public struct Fields: Sendable, Hashable, Codable {
+        /// The kind of request (URLSession, WebKit, media) the decision is for.
+        public let source: RequestSource
+        /// The emulated platform.
+        public let platform: Platform
+        /// What happens to the load.
+        public let outcome: Outcome
+        /// Whether ATS is in force for this host (§2.3 `atsRequired`).
+        public let atsRequired: Bool
+        /// For HTTPS (and for cleartext, what an https:// upgrade would need).
+        public let requirements: TLSRequirements
+        /// The matched NSExceptionDomains key, if any.
+        public let exceptionKey: String?
+        /// Why the host counts as local, if it does.
+        public let localHost: LocalHostKind?
+        /// The reasoning, in order.
+        public let ruleChain: [RuleStep]
+        /// For a blocked load: the smallest Info.plist change that allows it.
+        public let fix: String?
+        /// App Review: keys on the decision path that need a justification.
+        public let justificationKeys: [String]
     }
 
     /// Immutable: one per evaluation, shared by the decisions made from it.
-    final class Verdict: Sendable {
-        let fields: Fields
+    @usableFromInline final class Verdict: Sendable {
+        @usableFromInline let fields: Fields
         /// The rule chain's sentences, made once (every request's log record lists them).
         let ruleTexts: [String]
         init(_ fields: Fields) {
@@ -80,17 +92,9 @@ public struct ATSDecision: Sendable, Hashable, Codable {
         }
     }
 
-    init(
-        target: RequestTarget, source: RequestSource, platform: Platform, outcome: Outcome, atsRequired: Bool,
-        requirements: TLSRequirements, exceptionKey: String?, localHost: LocalHostKind?, ruleChain: [RuleStep],
-        fix: String?, justificationKeys: [String]
-    ) {
+    init(target: RequestTarget, _ fields: Fields) {
         self.target = target
-        verdict = Verdict(
-            Fields(
-                source: source, platform: platform, outcome: outcome, atsRequired: atsRequired,
-                requirements: requirements, exceptionKey: exceptionKey, localHost: localHost, ruleChain: ruleChain,
-                fix: fix, justificationKeys: justificationKeys))
+        verdict = Verdict(fields)
     }
 
     private init(target: RequestTarget, verdict: Verdict) {
@@ -98,28 +102,13 @@ public struct ATSDecision: Sendable, Hashable, Codable {
         self.verdict = verdict
     }
 
-    /// The kind of request (URLSession, WebKit, media) the decision is for.
-    public var source: RequestSource { verdict.fields.source }
-    /// The emulated platform.
-    public var platform: Platform { verdict.fields.platform }
-    /// What happens to the load.
-    public var outcome: Outcome { verdict.fields.outcome }
-    /// Whether ATS is in force for this host (§2.3 `atsRequired`).
-    public var atsRequired: Bool { verdict.fields.atsRequired }
-    /// For HTTPS (and for cleartext, what an https:// upgrade would need).
-    public var requirements: TLSRequirements { verdict.fields.requirements }
-    /// The matched NSExceptionDomains key, if any.
-    public var exceptionKey: String? { verdict.fields.exceptionKey }
-    /// Why the host counts as local, if it does.
-    public var localHost: LocalHostKind? { verdict.fields.localHost }
-    /// The reasoning, in order.
-    public var ruleChain: [RuleStep] { verdict.fields.ruleChain }
+    /// Every field of the verdict.
+    @inlinable public subscript<Value>(dynamicMember field: Swift.KeyPath<Fields, Value>) -> Value {
+        verdict.fields[keyPath: field]
+    }
+
     /// The sentences of `ruleChain`, in order.
     public var ruleTexts: [String] { verdict.ruleTexts }
-    /// For a blocked load: the smallest Info.plist change that allows it.
-    public var fix: String? { verdict.fields.fix }
-    /// App Review: keys on the decision path that need a justification.
-    public var justificationKeys: [String] { verdict.fields.justificationKeys }
 
     /// The same decision for another URL with the same scheme, host, port and source (a cached
     /// decision reused for a new path). Shares the verdict: nothing but the target is copied.
@@ -151,20 +140,20 @@ public struct ATSDecision: Sendable, Hashable, Codable {
     }
 
     /// True when the load is blocked by policy alone (cleartext); HTTPS verdicts need a handshake.
-    public var isBlocked: Bool { outcome == .cleartextBlocked }
+    public var isBlocked: Bool { self.outcome == .cleartextBlocked }
 
     /// -1022 for a blocked cleartext load.
     public var block: ATSBlock? {
-        outcome == .cleartextBlocked
+        self.outcome == .cleartextBlocked
             ? ATSBlock(error: .appTransportSecurityRequiresSecureConnection, streamDomain: nil, streamCode: nil) : nil
     }
 
     /// One line naming the rule that decided, for headers such as `X-ATS-Rule`: for a blocked
     /// cleartext load the step that made ATS required (the last step only restates the block).
     public var ruleSummary: String {
-        switch outcome {
-        case .cleartextBlocked: return ruleChain.dropLast().last?.text ?? ruleChain.last?.text ?? ""
-        case .cleartextAllowed, .https: return ruleChain.last?.text ?? ""
+        switch self.outcome {
+        case .cleartextBlocked: return self.ruleChain.dropLast().last?.text ?? self.ruleChain.last?.text ?? ""
+        case .cleartextAllowed, .https: return self.ruleChain.last?.text ?? ""
         }
     }
 }

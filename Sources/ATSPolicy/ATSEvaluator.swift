@@ -323,9 +323,11 @@ public struct ATSEvaluator: Sendable {
         var seen = Set<String>()
         justification = justification.filter { seen.insert($0).inserted }
         return ATSDecision(
-            target: target, source: source, platform: platform, outcome: outcome, atsRequired: atsRequired,
-            requirements: requirements, exceptionKey: exception?.key, localHost: local, ruleChain: steps, fix: fix,
-            justificationKeys: justification)
+            target: target,
+            .init(
+                source: source, platform: platform, outcome: outcome, atsRequired: atsRequired,
+                requirements: requirements, exceptionKey: exception?.key, localHost: local, ruleChain: steps, fix: fix,
+                justificationKeys: justification))
     }
 
     private func cleartextFix(host: String, exception: ExceptionDomain?, local: LocalHostKind?) -> String {
@@ -465,13 +467,15 @@ public struct ATSEvaluator: Sendable {
             allChains: governed && ctKeyHonoured && (exception?.requiresCertificateTransparency ?? false))
 
         return TLSRequirements(
-            atsGoverned: governed, minimumVersion: minimum, maximumVersion: maximum, cipherSuites: suites,
-            cipherListUnrestricted: unrestricted, forwardSecrecyRequired: forwardSecrecy, minimumRSAKeyBits: minimumRSA,
-            minimumECKeyBits: minimumEC, atsKeySizeCheck: atsKeySize, minimumSignatureHash: minimumHash,
-            trust: TrustPolicy(
-                kind: trustKind, appMayOverride: mayOverride, appOverrides: options.appOverridesTrust(for: host)),
-            requireSubjectAltName: strict, requireServerAuthEKUIssuedAfter: strict ? TrustDates.iOS13Rules : nil,
-            validityCaps: caps, certificateTransparency: ct, pins: pins(for: host), niap: niap)
+            .init(
+                atsGoverned: governed, minimumVersion: minimum, maximumVersion: maximum, cipherSuites: suites,
+                cipherListUnrestricted: unrestricted, forwardSecrecyRequired: forwardSecrecy,
+                minimumRSAKeyBits: minimumRSA,
+                minimumECKeyBits: minimumEC, atsKeySizeCheck: atsKeySize, minimumSignatureHash: minimumHash,
+                trust: TrustPolicy(
+                    kind: trustKind, appMayOverride: mayOverride, appOverrides: options.appOverridesTrust(for: host)),
+                requireSubjectAltName: strict, requireServerAuthEKUIssuedAfter: strict ? TrustDates.iOS13Rules : nil,
+                validityCaps: caps, certificateTransparency: ct, pins: pins(for: host), niap: niap))
     }
 
     // MARK: - Pins (reference §1.3)

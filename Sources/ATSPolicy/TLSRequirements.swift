@@ -95,160 +95,67 @@ public struct PinRequirement: Sendable, Hashable, Codable {
 /// carries the requirements of its decision and its upstream key) costs one reference count, and two
 /// copies of one value compare equal without looking at the cipher lists. Setting a field makes new
 /// storage. Equality, hashing and the Codable form are those of the fields.
+@dynamicMemberLookup
 public struct TLSRequirements: Sendable, Hashable, Codable {
-    /// The fields, stored once.
-    struct Fields: Sendable, Hashable, Codable {
+    /// The fields, stored once and shared by every copy. Read and set them on the requirements themselves
+    /// (`requirements.pins`, through `subscript(dynamicMember:)`); setting one makes new storage.
+    public struct Fields: Sendable, Hashable, Codable {
         /// True when ATS governs the connection (its TLS, cipher and certificate extras apply).
-        var atsGoverned: Bool
+        public var atsGoverned: Bool
         /// Lowest and highest protocol versions to offer. `minimumVersion > maximumVersion` means no
         /// handshake can succeed (e.g. TLSv1.3 required on an OS without TLS 1.3).
-        var minimumVersion: TLSProtocolVersion
-        var maximumVersion: TLSProtocolVersion
+        public var minimumVersion: TLSProtocolVersion
+        public var maximumVersion: TLSProtocolVersion
         /// The suites to offer, in order (TLS 1.3 suites first).
-        var cipherSuites: [CipherSuite]
+        public var cipherSuites: [CipherSuite]
         /// True when the cipher list is the platform's unrestricted default (PFS waived together with
         /// insecure HTTP loads); the list then also contains the static-RSA suites.
-        var cipherListUnrestricted: Bool
+        public var cipherListUnrestricted: Bool
         /// Whether the negotiated key exchange must be forward secret.
-        var forwardSecrecyRequired: Bool
+        public var forwardSecrecyRequired: Bool
         /// Minimum RSA and EC key sizes for every certificate of the chain (0 = no minimum).
-        var minimumRSAKeyBits: Int
-        var minimumECKeyBits: Int
+        public var minimumRSAKeyBits: Int
+        public var minimumECKeyBits: Int
         /// Whether the ATS key-size extra applies (false when PFS is waived, as Apple's docs say).
-        var atsKeySizeCheck: Bool
+        public var atsKeySizeCheck: Bool
         /// The weakest acceptable signature hash on non-self-signed certificates.
-        var minimumSignatureHash: SignatureHash
-        var trust: TrustPolicy
+        public var minimumSignatureHash: SignatureHash
+        public var trust: TrustPolicy
         /// DNS names must appear in the SAN (CN is ignored).
-        var requireSubjectAltName: Bool
+        public var requireSubjectAltName: Bool
         /// Leaves issued on or after this date must carry EKU serverAuth.
-        var requireServerAuthEKUIssuedAfter: Date?
-        var validityCaps: [ValidityCap]
-        var certificateTransparency: CTRequirement
-        var pins: PinRequirement?
+        public var requireServerAuthEKUIssuedAfter: Date?
+        public var validityCaps: [ValidityCap]
+        public var certificateTransparency: CTRequirement
+        public var pins: PinRequirement?
         /// NIAP FCP mode: ECDHE+AES-GCM only for TLS 1.2, Extended Master Secret required, no
         /// rsa_pkcs1_sha1 signatures.
-        var niap: NIAPPackage
+        public var niap: NIAPPackage
     }
 
     /// Immutable: shared by every copy of one value. The fields' hash is computed once (upstream keys,
     /// which carry the requirements, are hashed on every pool lookup).
-    final class Storage: Sendable {
-        let fields: Fields
+    @usableFromInline final class Storage: Sendable {
+        @usableFromInline let fields: Fields
         let fieldsHash: Int
-        init(_ fields: Fields) {
+        @usableFromInline init(_ fields: Fields) {
             self.fields = fields
             fieldsHash = fields.hashValue
         }
     }
 
-    private var storage: Storage
+    @usableFromInline var storage: Storage
 
-    init(
-        atsGoverned: Bool, minimumVersion: TLSProtocolVersion, maximumVersion: TLSProtocolVersion,
-        cipherSuites: [CipherSuite], cipherListUnrestricted: Bool, forwardSecrecyRequired: Bool, minimumRSAKeyBits: Int,
-        minimumECKeyBits: Int, atsKeySizeCheck: Bool, minimumSignatureHash: SignatureHash, trust: TrustPolicy,
-        requireSubjectAltName: Bool, requireServerAuthEKUIssuedAfter: Date?, validityCaps: [ValidityCap],
-        certificateTransparency: CTRequirement, pins: PinRequirement?, niap: NIAPPackage
-    ) {
-        storage = Storage(
-            Fields(
-                atsGoverned: atsGoverned, minimumVersion: minimumVersion, maximumVersion: maximumVersion,
-                cipherSuites: cipherSuites, cipherListUnrestricted: cipherListUnrestricted,
-                forwardSecrecyRequired: forwardSecrecyRequired, minimumRSAKeyBits: minimumRSAKeyBits,
-                minimumECKeyBits: minimumECKeyBits, atsKeySizeCheck: atsKeySizeCheck,
-                minimumSignatureHash: minimumSignatureHash, trust: trust, requireSubjectAltName: requireSubjectAltName,
-                requireServerAuthEKUIssuedAfter: requireServerAuthEKUIssuedAfter, validityCaps: validityCaps,
-                certificateTransparency: certificateTransparency, pins: pins, niap: niap))
-    }
+    init(_ fields: Fields) { storage = Storage(fields) }
 
-    /// True when ATS governs the connection (its TLS, cipher and certificate extras apply).
-    public var atsGoverned: Bool {
-        get { storage.fields.atsGoverned }
-        set { update { $0.atsGoverned = newValue } }
-    }
-    /// Lowest and highest protocol versions to offer. `minimumVersion > maximumVersion` means no
-    /// handshake can succeed (e.g. TLSv1.3 required on an OS without TLS 1.3).
-    public var minimumVersion: TLSProtocolVersion {
-        get { storage.fields.minimumVersion }
-        set { update { $0.minimumVersion = newValue } }
-    }
-    public var maximumVersion: TLSProtocolVersion {
-        get { storage.fields.maximumVersion }
-        set { update { $0.maximumVersion = newValue } }
-    }
-    /// The suites to offer, in order (TLS 1.3 suites first).
-    public var cipherSuites: [CipherSuite] {
-        get { storage.fields.cipherSuites }
-        set { update { $0.cipherSuites = newValue } }
-    }
-    /// True when the cipher list is the platform's unrestricted default (PFS waived together with
-    /// insecure HTTP loads); the list then also contains the static-RSA suites.
-    public var cipherListUnrestricted: Bool {
-        get { storage.fields.cipherListUnrestricted }
-        set { update { $0.cipherListUnrestricted = newValue } }
-    }
-    /// Whether the negotiated key exchange must be forward secret.
-    public var forwardSecrecyRequired: Bool {
-        get { storage.fields.forwardSecrecyRequired }
-        set { update { $0.forwardSecrecyRequired = newValue } }
-    }
-    /// Minimum RSA and EC key sizes for every certificate of the chain (0 = no minimum).
-    public var minimumRSAKeyBits: Int {
-        get { storage.fields.minimumRSAKeyBits }
-        set { update { $0.minimumRSAKeyBits = newValue } }
-    }
-    public var minimumECKeyBits: Int {
-        get { storage.fields.minimumECKeyBits }
-        set { update { $0.minimumECKeyBits = newValue } }
-    }
-    /// Whether the ATS key-size extra applies (false when PFS is waived, as Apple's docs say).
-    public var atsKeySizeCheck: Bool {
-        get { storage.fields.atsKeySizeCheck }
-        set { update { $0.atsKeySizeCheck = newValue } }
-    }
-    /// The weakest acceptable signature hash on non-self-signed certificates.
-    public var minimumSignatureHash: SignatureHash {
-        get { storage.fields.minimumSignatureHash }
-        set { update { $0.minimumSignatureHash = newValue } }
-    }
-    public var trust: TrustPolicy {
-        get { storage.fields.trust }
-        set { update { $0.trust = newValue } }
-    }
-    /// DNS names must appear in the SAN (CN is ignored).
-    public var requireSubjectAltName: Bool {
-        get { storage.fields.requireSubjectAltName }
-        set { update { $0.requireSubjectAltName = newValue } }
-    }
-    /// Leaves issued on or after this date must carry EKU serverAuth.
-    public var requireServerAuthEKUIssuedAfter: Date? {
-        get { storage.fields.requireServerAuthEKUIssuedAfter }
-        set { update { $0.requireServerAuthEKUIssuedAfter = newValue } }
-    }
-    public var validityCaps: [ValidityCap] {
-        get { storage.fields.validityCaps }
-        set { update { $0.validityCaps = newValue } }
-    }
-    public var certificateTransparency: CTRequirement {
-        get { storage.fields.certificateTransparency }
-        set { update { $0.certificateTransparency = newValue } }
-    }
-    public var pins: PinRequirement? {
-        get { storage.fields.pins }
-        set { update { $0.pins = newValue } }
-    }
-    /// NIAP FCP mode: ECDHE+AES-GCM only for TLS 1.2, Extended Master Secret required, no
-    /// rsa_pkcs1_sha1 signatures.
-    public var niap: NIAPPackage {
-        get { storage.fields.niap }
-        set { update { $0.niap = newValue } }
-    }
-
-    private mutating func update(_ change: (inout Fields) -> Void) {
-        var fields = storage.fields
-        change(&fields)
-        storage = Storage(fields)
+    /// Every field, read from the shared storage; setting one gives this value storage of its own.
+    @inlinable public subscript<Value>(dynamicMember field: Swift.WritableKeyPath<Fields, Value>) -> Value {
+        get { storage.fields[keyPath: field] }
+        set {
+            var fields = storage.fields
+            fields[keyPath: field] = newValue
+            storage = Storage(fields)
+        }
     }
 
     public static func == (lhs: TLSRequirements, rhs: TLSRequirements) -> Bool {
@@ -263,16 +170,16 @@ public struct TLSRequirements: Sendable, Hashable, Codable {
 
     /// The OpenSSL cipher-list string for TLS ≤ 1.2 suites.
     public var openSSLCipherList: String {
-        cipherSuites.filter { $0.group != .tls13 }.map(\.openSSLName).joined(separator: ":")
+        self.cipherSuites.filter { $0.group != .tls13 }.map(\.openSSLName).joined(separator: ":")
     }
 
     /// The OpenSSL TLS 1.3 ciphersuites string.
     public var openSSLTLS13Suites: String {
-        cipherSuites.filter { $0.group == .tls13 }.map(\.openSSLName).joined(separator: ":")
+        self.cipherSuites.filter { $0.group == .tls13 }.map(\.openSSLName).joined(separator: ":")
     }
 
     /// False when no version can be negotiated at all.
-    public var isSatisfiable: Bool { minimumVersion <= maximumVersion && !cipherSuites.isEmpty }
+    public var isSatisfiable: Bool { self.minimumVersion <= self.maximumVersion && !self.cipherSuites.isEmpty }
 }
 
 /// Fixed dates of Apple's certificate rules.

@@ -8,6 +8,7 @@ import Foundation
 /// A value type whose fields live in one shared, immutable storage object: a record passes from the
 /// session through the driver to the log sink and its observers, and each copy costs one reference
 /// count instead of one per string and array in it. Setting a field makes new storage.
+@dynamicMemberLookup
 public struct RequestRecord: Sendable, Codable {
     /// The outcome class of the request.
     public enum Result: String, Sendable, Codable {
@@ -21,157 +22,58 @@ public struct RequestRecord: Sendable, Codable {
         case reported
     }
 
-    /// The fields, stored once.
-    struct Fields: Sendable, Codable {
-        var time: Date
-        var clientAddress: String
+    /// The fields, stored once and shared by every copy. Read and set them on the record itself
+    /// (`record.host`, through `subscript(dynamicMember:)`); setting one makes new storage.
+    public struct Fields: Sendable, Codable {
+        public var time: Date
+        public var clientAddress: String
         /// `<UUID>.<N>`: one UUID per client connection, N counting its requests.
-        var taskID: String
-        var method: String
-        var url: String
+        public var taskID: String
+        public var method: String
+        public var url: String
         /// The host of `url`, as the policy saw it (lower-cased, no brackets).
-        var host: String
-        var httpProtocol: String
-        var source: RequestSource
-        var result: Result
-        var atsRequired: Bool
-        var ruleChain: [String]
-        var rule: String
-        var fix: String?
-        var errorCode: Int?
-        var streamError: String?
-        var status: Int?
+        public var host: String
+        public var httpProtocol: String
+        public var source: RequestSource
+        public var result: Result
+        public var atsRequired: Bool
+        public var ruleChain: [String]
+        public var rule: String
+        public var fix: String?
+        public var errorCode: Int?
+        public var streamError: String?
+        public var status: Int?
         /// Negotiated TLS facts, when there was an upstream handshake (version, cipher, leaf, …).
-        var tls: [String: String]?
-        var requestHeaders: [HeaderField]
-        var responseHeaders: [HeaderField]
-        var bytesFromClient: Int
-        var bytesToClient: Int
-        var durationMilliseconds: Double
+        public var tls: [String: String]?
+        public var requestHeaders: [HeaderField]
+        public var responseHeaders: [HeaderField]
+        public var bytesFromClient: Int
+        public var bytesToClient: Int
+        public var durationMilliseconds: Double
         /// The CFNetwork console lines of the outcome (already formatted for the emulated OS).
-        var consoleLines: [String]
+        public var consoleLines: [String]
         /// True when the request was sent a second time, on another connection, because the reused one closed
         /// before any of the response arrived, or because the origin reset its HTTP/2 stream with HTTP_1_1_REQUIRED
         /// and it went again over HTTP/1.1 (absent otherwise).
-        var retriedOnNewConnection: Bool?
+        public var retriedOnNewConnection: Bool?
     }
 
     /// Immutable: shared by every copy of one record.
-    final class Storage: Sendable {
-        let fields: Fields
-        init(_ fields: Fields) { self.fields = fields }
+    @usableFromInline final class Storage: Sendable {
+        @usableFromInline let fields: Fields
+        @usableFromInline init(_ fields: Fields) { self.fields = fields }
     }
 
-    private var storage: Storage
+    @usableFromInline var storage: Storage
 
-    public var time: Date {
-        get { storage.fields.time }
-        set { update { $0.time = newValue } }
-    }
-    public var clientAddress: String {
-        get { storage.fields.clientAddress }
-        set { update { $0.clientAddress = newValue } }
-    }
-    /// `<UUID>.<N>`: one UUID per client connection, N counting its requests.
-    public var taskID: String {
-        get { storage.fields.taskID }
-        set { update { $0.taskID = newValue } }
-    }
-    public var method: String {
-        get { storage.fields.method }
-        set { update { $0.method = newValue } }
-    }
-    public var url: String {
-        get { storage.fields.url }
-        set { update { $0.url = newValue } }
-    }
-    /// The host of `url`, as the policy saw it (lower-cased, no brackets).
-    public var host: String {
-        get { storage.fields.host }
-        set { update { $0.host = newValue } }
-    }
-    public var httpProtocol: String {
-        get { storage.fields.httpProtocol }
-        set { update { $0.httpProtocol = newValue } }
-    }
-    public var source: RequestSource {
-        get { storage.fields.source }
-        set { update { $0.source = newValue } }
-    }
-    public var result: Result {
-        get { storage.fields.result }
-        set { update { $0.result = newValue } }
-    }
-    public var atsRequired: Bool {
-        get { storage.fields.atsRequired }
-        set { update { $0.atsRequired = newValue } }
-    }
-    public var ruleChain: [String] {
-        get { storage.fields.ruleChain }
-        set { update { $0.ruleChain = newValue } }
-    }
-    public var rule: String {
-        get { storage.fields.rule }
-        set { update { $0.rule = newValue } }
-    }
-    public var fix: String? {
-        get { storage.fields.fix }
-        set { update { $0.fix = newValue } }
-    }
-    public var errorCode: Int? {
-        get { storage.fields.errorCode }
-        set { update { $0.errorCode = newValue } }
-    }
-    public var streamError: String? {
-        get { storage.fields.streamError }
-        set { update { $0.streamError = newValue } }
-    }
-    public var status: Int? {
-        get { storage.fields.status }
-        set { update { $0.status = newValue } }
-    }
-    /// Negotiated TLS facts, when there was an upstream handshake (version, cipher, leaf, …).
-    public var tls: [String: String]? {
-        get { storage.fields.tls }
-        set { update { $0.tls = newValue } }
-    }
-    public var requestHeaders: [HeaderField] {
-        get { storage.fields.requestHeaders }
-        set { update { $0.requestHeaders = newValue } }
-    }
-    public var responseHeaders: [HeaderField] {
-        get { storage.fields.responseHeaders }
-        set { update { $0.responseHeaders = newValue } }
-    }
-    public var bytesFromClient: Int {
-        get { storage.fields.bytesFromClient }
-        set { update { $0.bytesFromClient = newValue } }
-    }
-    public var bytesToClient: Int {
-        get { storage.fields.bytesToClient }
-        set { update { $0.bytesToClient = newValue } }
-    }
-    public var durationMilliseconds: Double {
-        get { storage.fields.durationMilliseconds }
-        set { update { $0.durationMilliseconds = newValue } }
-    }
-    /// The CFNetwork console lines of the outcome (already formatted for the emulated OS).
-    public var consoleLines: [String] {
-        get { storage.fields.consoleLines }
-        set { update { $0.consoleLines = newValue } }
-    }
-    /// True when the request was sent a second time, on another connection, because the reused one closed
-    /// before any of the response arrived, or because the origin reset its HTTP/2 stream with HTTP_1_1_REQUIRED
-    /// and it went again over HTTP/1.1 (absent otherwise).
-    public var retriedOnNewConnection: Bool? {
-        get { storage.fields.retriedOnNewConnection }
-        set { update { $0.retriedOnNewConnection = newValue } }
-    }
-
-    private mutating func update(_ change: (inout Fields) -> Void) {
-        var fields = storage.fields
-        change(&fields)
-        storage = Storage(fields)
+    /// Every field, read from the shared storage; setting one gives this value storage of its own.
+    @inlinable public subscript<Value>(dynamicMember field: WritableKeyPath<Fields, Value>) -> Value {
+        get { storage.fields[keyPath: field] }
+        set {
+            var fields = storage.fields
+            fields[keyPath: field] = newValue
+            storage = Storage(fields)
+        }
     }
 
     public init(from decoder: any Decoder) throws { storage = Storage(try Fields(from: decoder)) }
