@@ -167,8 +167,9 @@ public struct ProxySession {
     var upstream: Upstream = .none
     /// Plaintext waiting for the upstream to become ready.
     var pendingUpstream: [UInt8] = []
-    /// Plaintext for the client's TLS engine, sealed once the event is handled (or before anything that
-    /// must follow it): a response head and its small body leave as one record, not one record each.
+    /// Plaintext for the client's TLS engine (`sendToClient`, `writeToClient`), sealed by `flushClientTLS` once
+    /// the event is handled or before anything that must follow it: a response head and its small body leave as
+    /// one record, not one record each.
     var clientPlain: [UInt8] = []
     /// Storage for parser events, reused from feed to feed (`takeEventList`).
     var eventList: [HTTP1Event] = []
@@ -274,7 +275,7 @@ public struct ProxySession {
         body(&self)
         if case .closed = phase {
         } else {
-            sealClientPlain()
+            if let tls = clientTLS { flushClientTLS(tls) }
             updateTimer()
         }
     }
@@ -1019,19 +1020,10 @@ public struct ProxySession {
                 sendToClient(bytes)
             case .body(let slice):
                 exchange.bytesToClient += slice.count
-                if clientTLS != nil {
-                    // Straight into the plaintext the client's TLS engine seals after this event.
-                    try? exchange.responseWriter?.write(slice, into: &clientPlain)
-                } else {
-                    var framed: [UInt8] = []
-                    try? exchange.responseWriter?.write(slice, into: &framed)
-                    sendToClient(framed)
-                }
+                writeToClient { try? exchange.responseWriter?.write(slice, into: &$0) }
             case .trailers(let trailers):
-                var framed: [UInt8] = []
-                try? exchange.responseWriter?.finish(trailers: trailers, into: &framed)
+                writeToClient { try? exchange.responseWriter?.finish(trailers: trailers, into: &$0) }
                 exchange.responseWriter = nil
-                sendToClient(framed)
             case .messageEnd:
                 if !exchange.responseStarted {
                     // End of an interim (1xx) response: the final one follows.
@@ -1040,11 +1032,8 @@ public struct ProxySession {
                     continue
                 }
                 if var writer = exchange.responseWriter {
-                    var framed: [UInt8] = []
-                    try? writer.finish(into: &framed)
+                    writeToClient { try? writer.finish(into: &$0) }
                     exchange.responseWriter = nil
-                    sendToClient(framed)
-                    guard self.exchange != nil else { return }
                 }
                 exchange.responseDone = true
                 finishIfComplete()
@@ -1390,7 +1379,7 @@ public struct ProxySession {
         if case .closed = phase { return }
         releaseOrCloseUpstream()
         if let tls = clientTLS {
-            sealClientPlain()
+            flushClientTLS(tls)
             tls.shutdown()
             flushClientTLS(tls)
         }
@@ -1610,11 +1599,7 @@ public struct ProxySession {
     }
 
     /// The session has a TLS engine of its own (client side, or an HTTP/1.1 upstream).
-    private var holdsAnyTLSEngine: Bool {
-        if clientTLS != nil { return true }
-        if case .ready(_, let tls) = upstream, tls != nil { return true }
-        return false
-    }
+    private var holdsAnyTLSEngine: Bool { clientTLS != nil || upstreamEngine != nil }
 
     /// The TLS engine of a ready HTTP/1.1 upstream of the session's own. The client engine and this one keep
     /// their record buffers between records while HTTP/1.1 is busy and free them whenever they run dry when
@@ -1652,13 +1637,16 @@ public struct ProxySession {
         }
     }
 
-    /// Encrypts the plaintext `sendToClient` gathered and queues the records.
-    private mutating func sealClientPlain() {
-        guard !clientPlain.isEmpty, let tls = clientTLS else { return }
-        let plain = clientPlain
-        clientPlain = []
-        tls.write(plain)
-        if tls.hasOutbound { commands.append(.writeToClient(tls.takeOutbound())) }
+    /// Lets `write` append client-bound plaintext straight to what the TLS engine seals after this event, or
+    /// to the bytes of a write command for a cleartext client.
+    private mutating func writeToClient(_ write: (inout [UInt8]) -> Void) {
+        if clientTLS != nil {
+            write(&clientPlain)
+        } else {
+            var bytes: [UInt8] = []
+            write(&bytes)
+            if !bytes.isEmpty { commands.append(.writeToClient(bytes)) }
+        }
     }
 
     private mutating func sendToUpstream(_ plain: [UInt8]) {
@@ -1683,8 +1671,13 @@ public struct ProxySession {
         sendToUpstream(bytes)
     }
 
+    /// Encrypts the plaintext `sendToClient` gathered and queues every record the engine holds.
     private mutating func flushClientTLS(_ tls: TLSConnection) {
-        sealClientPlain()
+        if !clientPlain.isEmpty {
+            let plain = clientPlain
+            clientPlain = []
+            tls.write(plain)
+        }
         if tls.hasOutbound { commands.append(.writeToClient(tls.takeOutbound())) }
     }
 
