@@ -90,8 +90,12 @@ public final class LeafCertificateCache: Sendable {
         spec.keyUsage = ["digitalSignature"]
         spec.extendedKeyUsage = ["serverAuth"]
         spec.signatureHash = .sha256
-        let certificate = try CertificateMinter.mint(
+        let signed = try CertificateMinter.mint(
             spec, subjectKey: leafKey, issuer: authority.certificate, issuerKey: authority.privateKey)
+        // Served from its own DER: a certificate built in memory keeps no encoding of its signed
+        // part, so OpenSSL would encode it afresh for every handshake's Certificate message; a
+        // parsed one copies the bytes it was read from.
+        let certificate = try Certificate(der: signed.derBytes)
         return MintedLeaf(
             host: name, certificate: certificate, key: leafKey, chain: [authority.certificate], notAfter: spec.notAfter)
     }
