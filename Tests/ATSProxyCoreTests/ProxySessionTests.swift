@@ -513,6 +513,26 @@ import Testing
         #expect(record.tls?["version"] == "TLSv1.3")
     }
 
+    /// `OPTIONS *` inside a tunnel goes upstream as asterisk-form; its target URI has an empty path
+    /// (RFC 9112 §3.3), so the record names the origin alone.
+    @Test func asteriskFormInsideTheTunnelIsForwardedAndLoggedAsTheOrigin() throws {
+        let harness = try Harness()
+        let client = try Self.establishTunnel(harness, host: "api.example.com")
+        #expect(client.write(Array("OPTIONS * HTTP/1.1\r\nHost: api.example.com\r\n\r\n".utf8)) > 0)
+        _ = harness.send(.clientBytes(client.takeOutbound()))
+        let origin = try harness.originServer(host: "api.example.com")
+        _ = Self.pumpUpstream(harness, origin: origin, first: harness.send(.upstreamConnected))
+        var received: [UInt8] = []
+        if case .data(let bytes) = origin.read() { received = bytes }
+        #expect(Self.text(received).hasPrefix("OPTIONS * HTTP/1.1\r\n"), "\(Self.text(received))")
+        _ = origin.write(Array("HTTP/1.1 204 No Content\r\nAllow: GET\r\n\r\n".utf8))
+        let answer = harness.send(.upstreamBytes(origin.takeOutbound()))
+        client.receive(Self.clientWrites(answer))
+        #expect(Self.text(Self.readAll(client)).hasPrefix("HTTP/1.1 204 No Content\r\n"))
+        let record = try #require(Self.records(answer).first)
+        #expect(record.url == "https://api.example.com")
+    }
+
     @Test func tls11OriginIsBlockedInsideTheTunnelWith9836() throws {
         let harness = try Harness()
         let client = try Self.establishTunnel(harness, host: "old.example.com")

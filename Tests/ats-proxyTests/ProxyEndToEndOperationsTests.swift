@@ -88,6 +88,47 @@ import Testing
         #expect(try stack.curl("\(stack.api)/hello").httpCode == 200)
     }
 
+    /// Out of file descriptors (`EMFILE`): the listener pauses and says so instead of spinning or
+    /// dying, a client already connected is still served, and new clients are served again once
+    /// descriptors are free.
+    @Test func runningOutOfDescriptorsPausesAcceptingAndRecovers() throws {
+        let stack = try ProxyStack()
+        let pid = stack.proxy.child.pid
+        let request =
+            "GET \(stack.legacy)/hello HTTP/1.1\r\nHost: legacy.example.test:\(stack.plainOrigin.port)\r\n\r\n"
+        let veteran = try RawClient(port: stack.proxy.port)
+        veteran.send(request)
+        #expect(veteran.readResponse()?.head.hasPrefix("HTTP/1.1 200") == true)
+
+        // Leave the proxy a handful of descriptors above what it holds now (util-linux prlimit:
+        // glibc's prlimit() is not visible to Swift).
+        let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+        let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        let fileLine = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+        let originalSoft = try #require(fileLine.split(separator: " ").dropFirst(3).first.map(String.init))
+        let squeeze = try E2E.run("/usr/bin/prlimit", ["--pid", "\(pid)", "--nofile=\(open + 6):"], timeout: 10)
+        #expect(squeeze.status == 0, "\(squeeze.stderrText)")
+        #expect(try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8).contains("\(open + 6)"))
+
+        // More idle clients than fit: the kernel's backlog holds the ones the proxy cannot take.
+        var idle = try (0..<24).map { _ in try RawClient(port: stack.proxy.port, timeout: 5) }
+        let log = stack.proxy.waitForLog("accept paused")
+        #expect(log.contains("accept paused for 100 ms"), "\(log.suffix(2000))")
+        #expect(stack.proxy.isRunning)
+        // The pooled upstream connection serves the veteran without a new descriptor.
+        veteran.send(request)
+        #expect(veteran.readResponse()?.head.hasPrefix("HTTP/1.1 200") == true)
+
+        idle.removeAll()
+        let restore = try E2E.run("/usr/bin/prlimit", ["--pid", "\(pid)", "--nofile=\(originalSoft):"], timeout: 10)
+        #expect(restore.status == 0, "\(restore.stderrText)")
+        let served = E2E.poll(timeout: 10) { () -> Bool? in
+            (try? stack.curl("\(stack.legacy)/hello").httpCode) == 200 ? true : nil
+        }
+        #expect(served == true)
+        #expect(stack.proxy.isRunning)
+    }
+
     @Test func maxConnectionsAnswers503() throws {
         let stack = try ProxyStack(arguments: ["--max-connections", "2"])
         let first = try RawClient(port: stack.proxy.port)

@@ -468,7 +468,8 @@ public struct ProxySession {
                     status: 400, reason: "Bad Request", body: "ats-proxy: OPTIONS * is not proxied\n", keepAlive: false)
                 return
             }
-            url = tunnelURL(path: "*")
+            // Asterisk-form's target URI has an empty path (RFC 9112 §3.3): the origin alone.
+            url = tunnelURL(path: "")
         case .authority:
             answerLocally(
                 status: 400, reason: "Bad Request", body: "ats-proxy: authority-form target without CONNECT\n",
@@ -549,7 +550,7 @@ public struct ProxySession {
     private func tunnelURL(path: String) -> String {
         guard tunnelTarget != nil else { return "https://invalid/" }
         var url = tunnelOrigin
-        if !(path.utf8.first == UInt8(ascii: "/") || path == "*") { url += "/" }
+        if !(path.isEmpty || path.utf8.first == UInt8(ascii: "/")) { url += "/" }
         url += path
         return url
     }
