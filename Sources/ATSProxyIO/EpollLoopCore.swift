@@ -140,10 +140,14 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
                 precondition(code == EINTR, "poll wait failed: \(IOError(call: "poll wait", errno: code))")
                 continue
             }
+            deliveringBatch = true
             for index in 0..<Int(count) {
                 let event = events[index]
                 if event.token == 0 {
-                    if drainInbox() { return shutDown() }
+                    if drainInbox() {
+                        flushBatchedWriters()
+                        return shutDown()
+                    }
                     continue
                 }
                 let slot = Int(truncatingIfNeeded: event.token & 0xFFFF_FFFF)
@@ -152,6 +156,7 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
                 reportsDelivered &+= 1
                 watcher.loopEvent(event.events)
             }
+            flushBatchedWriters()
             fireDueTimers()
         }
     }

@@ -67,12 +67,16 @@ extension TCPConnectionHandler {
 ///   remembered and served on `resumeReading`.
 /// - `write` tries the socket at once; what the kernel does not take is queued (small writes
 ///   coalesce into one chunk) and flushed with `writev` when the loop reports the socket
-///   writable again. The connection tells the loop which directions it waits for
+///   writable again. Exception: a small write (≤ `batchedWriteLimit`) made while the epoll loop
+///   delivers a batch of readiness reports is queued and goes out when the batch ends
+///   (`LoopCore.flushBatchedWriters`), so the loop serves every ready connection before its writes
+///   wake the peers (see `LoopCore.batchedWriters`). The connection tells the loop which directions it waits for
 ///   (`LoopCore.setInterest`: nothing to do on epoll, where the registration never changes).
 /// - Watermarks: crossing `highWatermark` reports "not writable", falling to `lowWatermark` reports
 ///   "writable" again. The queue is never bounded by the connection itself: callers honour the
 ///   signal (a relay pauses its other side).
-/// - `close()` drops queued bytes and closes the fd (at once on epoll; on Dispatch once the
+/// - `close()` and `reset()` first offer the kernel any bytes held for the end of the batch (what
+///   an immediate write would have sent), then drop what is still queued and close the fd (at once on epoll; on Dispatch once the
 ///   sources are cancelled); `connectionDidClose` follows on the loop after the fd is closed,
 ///   never within the call.
 /// - With the Dispatch backend, a connection that neither reads (paused, EOF) nor has bytes to
@@ -277,6 +281,14 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         guard acceptsWrites, !bytes.isEmpty else { return }
         var remaining = bytes
         if lifecycle == .open, writeQueue.isEmpty, !awaitingWritable {
+            if loop.core.deliveringBatch, bytes.count <= Self.batchedWriteLimit {
+                // Held for the end of the batch: a chunk sized for a few small writes, not 16 KiB.
+                writeQueue.append(WriteChunk(copying: bytes, minimumCapacity: WriteChunk.batchedCapacity))
+                queuedBytes += bytes.count
+                maxQueuedBytes = max(maxQueuedBytes, queuedBytes)
+                loop.core.batchedWriters.append(self)
+                return
+            }
             // Fast path: nothing queued, try the socket directly from the caller's memory.
             while !remaining.isEmpty {
                 let n = sysWrite(fileDescriptor, remaining.baseAddress, remaining.count)
@@ -353,10 +365,39 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         }
     }
 
-    /// Closes now, dropping queued bytes. `connectionDidClose(.local)` follows asynchronously.
+    /// Closes now, dropping queued bytes (after offering the kernel those held for the end of the
+    /// batch). `connectionDidClose(.local)` follows asynchronously.
     public func close() {
         loop.assertInLoop()
+        writeBatchedNow()
         terminate(.local)
+    }
+
+    /// Largest write that `write` holds for the end of a batch; larger ones go out at once.
+    static let batchedWriteLimit = 8 * 1024
+
+    /// The end of the loop's batch: write what was held (`flush`, which also completes a pending
+    /// shutdown or close and reports the drain).
+    func flushBatched() {
+        guard lifecycle == .open, !awaitingWritable, !writeQueue.isEmpty else { return }
+        flush()
+    }
+
+    /// Before a close or reset: hand the kernel what it takes of the held bytes, without callbacks.
+    /// (A non-empty queue while not waiting for writability holds only batched bytes.)
+    private func writeBatchedNow() {
+        guard lifecycle == .open, !awaitingWritable else { return }
+        while !writeQueue.isEmpty {
+            let n = writeQueuedChunks()
+            if n > 0 {
+                bytesWritten += UInt64(n)
+                queuedBytes -= n
+                consumeQueued(n)
+                continue
+            }
+            if n < 0 && currentErrno() == EINTR { continue }
+            return
+        }
     }
 
     /// Closes once every queued byte has been written (or at once when nothing is queued).
@@ -375,6 +416,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
     public func reset() {
         loop.assertInLoop()
         guard isOpen else { return }
+        writeBatchedNow()
         Socket.setLingerZero(fileDescriptor)
         terminate(.local)
     }
@@ -649,8 +691,12 @@ struct WriteChunk {
     /// Writes are not appended to a chunk that would grow past this.
     static let coalesceLimit = 64 * 1024
 
-    init(copying bytes: UnsafeRawBufferPointer) {
-        capacity = max(bytes.count, Self.minimumCapacity)
+    /// Capacity of a chunk held for the end of a batch: room for a response head and a small body,
+    /// from malloc's per-thread cache.
+    static let batchedCapacity = 1024
+
+    init(copying bytes: UnsafeRawBufferPointer, minimumCapacity: Int = Self.minimumCapacity) {
+        capacity = max(bytes.count, minimumCapacity)
         base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
         count = bytes.count
         if let source = bytes.baseAddress { base.copyMemory(from: source, byteCount: bytes.count) }

@@ -57,6 +57,35 @@ func checksum(_ bytes: [UInt8]) -> UInt64 {
     return hash
 }
 
+/// Answers the first bytes it reads with a small write, a large one and a final small one, then
+/// closes in the way the test asks; records the queue length after each write (on the loop).
+final class BatchProbe: TCPConnectionHandler, @unchecked Sendable {
+    enum Ending { case closeAfterFlush, close }
+    let ending: Ending
+    let large: [UInt8]
+    let queued = Expectation<[Int]>()
+    init(ending: Ending, large: [UInt8]) {
+        self.ending = ending
+        self.large = large
+    }
+    func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {
+        var lengths: [Int] = []
+        connection.write(Array("head|".utf8))
+        lengths.append(connection.queuedBytes)
+        connection.write(large)
+        lengths.append(connection.queuedBytes)
+        connection.write(Array("|tail".utf8))
+        lengths.append(connection.queuedBytes)
+        queued.fulfill(lengths)
+        switch ending {
+        case .closeAfterFlush: connection.closeAfterFlush()
+        case .close: connection.close()
+        }
+    }
+    func connectionDidReadEOF(_ connection: TCPConnection) {}
+    func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) {}
+}
+
 @Suite("TCPConnection")
 struct TCPConnectionTests {
     @Test("200 concurrent clients get their bytes echoed back intact")
@@ -171,5 +200,71 @@ struct TCPConnectionTests {
         client.shutdownWrite()
         #expect(String(decoding: client.readToEnd(), as: UTF8.self) == "ping over half-close")
         #expect(eventually { listener.liveConnections == 0 })
+    }
+
+    @Test(
+        "small writes made while the epoll loop delivers reports wait for the batch's end, in order",
+        arguments: EventLoopBackend.allCases, [BatchProbe.Ending.closeAfterFlush, .close])
+    func writesHeldForTheEndOfTheBatch(backend: EventLoopBackend, ending: BatchProbe.Ending) throws {
+        let group = EventLoopGroup(loopCount: 1, backend: backend)
+        // Larger than the batching limit, small enough for the socket buffer to take at once.
+        let large = [UInt8](repeating: UInt8(ascii: "L"), count: TCPConnection.batchedWriteLimit + 1)
+        let probe = BatchProbe(ending: ending, large: large)
+        let listener = try TCPListener(
+            configuration: .init(address: ListenAddress(parsing: "127.0.0.1:0")!), group: group,
+            onAccept: { connection in connection.handler = probe })
+        listener.start()
+        defer { stopAndWait(listener) }
+        let client = try BlockingClient(connectingTo: listener.boundAddress)
+        defer { client.close() }
+        client.send("go")
+        let received = client.readToEnd()
+        // Every byte arrives, in write order, before the end of the stream, with either ending:
+        // close() offers the held bytes to the kernel before it drops the queue.
+        let expected = Array("head|".utf8) + large + Array("|tail".utf8)
+        let intact = received == expected
+        #expect(intact, "received \(received.count) of \(expected.count) bytes")
+        let lengths = try #require(probe.queued.wait())
+        switch backend {
+        case .epoll:
+            // Held: the small write; then the large one queues behind it (order); and the tail.
+            #expect(lengths == [5, 5 + large.count, 10 + large.count])
+        case .dispatch:
+            // No batches: each write goes to the socket at once.
+            #expect(lengths == [0, 0, 0])
+        }
+    }
+
+    @Test("a large write during a batch goes to the socket at once")
+    func largeWriteIsNotHeld() throws {
+        let group = EventLoopGroup(loopCount: 1, backend: .epoll)
+        let large = [UInt8](repeating: 7, count: TCPConnection.batchedWriteLimit + 1)
+        let queued = Expectation<Int>()
+        final class LargeWriter: TCPConnectionHandler, @unchecked Sendable {
+            let large: [UInt8]
+            let queued: Expectation<Int>
+            init(large: [UInt8], queued: Expectation<Int>) {
+                self.large = large
+                self.queued = queued
+            }
+            func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {
+                connection.write(large)
+                queued.fulfill(connection.queuedBytes)
+                connection.closeAfterFlush()
+            }
+            func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) {}
+        }
+        let listener = try TCPListener(
+            configuration: .init(address: ListenAddress(parsing: "127.0.0.1:0")!), group: group,
+            onAccept: { connection in connection.handler = LargeWriter(large: large, queued: queued) })
+        listener.start()
+        defer { stopAndWait(listener) }
+        let client = try BlockingClient(connectingTo: listener.boundAddress)
+        defer { client.close() }
+        client.send("go")
+        let received = client.readToEnd()
+        let intact = received == large
+        #expect(intact, "received \(received.count) of \(large.count) bytes")
+        #expect(queued.wait() == 0)
     }
 }
