@@ -387,6 +387,21 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
     /// (A non-empty queue while not waiting for writability holds only batched bytes.)
     private func writeBatchedNow() {
         guard lifecycle == .open, !awaitingWritable else { return }
+        _ = writeQueuedBytes()
+    }
+
+    /// How writing the queue ended.
+    private enum QueueWriteOutcome {
+        /// Every queued byte was taken.
+        case drained
+        /// The kernel refused more (`EAGAIN`).
+        case wouldBlock
+        /// A write failed with this errno.
+        case failed(Int32)
+    }
+
+    /// Writes queued chunks until the queue empties or the kernel refuses; no callbacks.
+    private func writeQueuedBytes() -> QueueWriteOutcome {
         while !writeQueue.isEmpty {
             let n = writeQueuedChunks()
             if n > 0 {
@@ -395,9 +410,12 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
                 consumeQueued(n)
                 continue
             }
-            if n < 0 && currentErrno() == EINTR { continue }
-            return
+            let code = currentErrno()
+            if n < 0 && code == EINTR { continue }
+            if n < 0 && (code == EAGAIN || code == EWOULDBLOCK) { return .wouldBlock }
+            return .failed(n < 0 ? code : EIO)
         }
+        return .drained
     }
 
     /// Closes once every queued byte has been written (or at once when nothing is queued).
@@ -531,23 +549,16 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
     /// writable).
     private func flush() {
         let hadQueued = queuedBytes > 0
-        while !writeQueue.isEmpty {
-            let n = writeQueuedChunks()
-            if n > 0 {
-                bytesWritten += UInt64(n)
-                queuedBytes -= n
-                consumeQueued(n)
-                continue
-            }
-            let code = currentErrno()
-            if n < 0 && code == EINTR { continue }
-            if n < 0 && (code == EAGAIN || code == EWOULDBLOCK) {
-                awaitingWritable = true
-                updateInterest()
-                reportWritableIfBelowLow()
-                return
-            }
-            fail(IOError(call: "write", errno: n < 0 ? code : EIO))
+        switch writeQueuedBytes() {
+        case .drained:
+            break
+        case .wouldBlock:
+            awaitingWritable = true
+            updateInterest()
+            reportWritableIfBelowLow()
+            return
+        case .failed(let code):
+            fail(IOError(call: "write", errno: code))
             return
         }
         if hadQueued { updateInterest() }

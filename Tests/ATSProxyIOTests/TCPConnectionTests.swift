@@ -134,10 +134,7 @@ struct TCPConnectionTests {
     func peerResetIsDetected() throws {
         let group = EventLoopGroup(loopCount: 1)
         let recorder = CloseRecorder()
-        let listener = try TCPListener(
-            configuration: .init(address: ListenAddress(parsing: "127.0.0.1:0")!), group: group,
-            onAccept: { connection in connection.handler = recorder })
-        listener.start()
+        let listener = try startLoopbackListener(group: group) { connection in connection.handler = recorder }
         defer { stopAndWait(listener) }
         let client = try BlockingClient(connectingTo: listener.boundAddress)
         client.send("hello")
@@ -152,13 +149,10 @@ struct TCPConnectionTests {
         let loop = group.loops[0]
         let accepted = Expectation<TCPConnection>()
         let recorder = CloseRecorder()
-        let listener = try TCPListener(
-            configuration: .init(address: ListenAddress(parsing: "127.0.0.1:0")!), group: group,
-            onAccept: { connection in
-                connection.handler = recorder
-                accepted.fulfill(connection)
-            })
-        listener.start()
+        let listener = try startLoopbackListener(group: group) { connection in
+            connection.handler = recorder
+            accepted.fulfill(connection)
+        }
         defer { stopAndWait(listener) }
         let client = try BlockingClient(connectingTo: listener.boundAddress)
         let connection = try #require(accepted.wait())
@@ -210,10 +204,7 @@ struct TCPConnectionTests {
         // Larger than the batching limit, small enough for the socket buffer to take at once.
         let large = [UInt8](repeating: UInt8(ascii: "L"), count: TCPConnection.batchedWriteLimit + 1)
         let probe = BatchProbe(ending: ending, large: large)
-        let listener = try TCPListener(
-            configuration: .init(address: ListenAddress(parsing: "127.0.0.1:0")!), group: group,
-            onAccept: { connection in connection.handler = probe })
-        listener.start()
+        let listener = try startLoopbackListener(group: group) { connection in connection.handler = probe }
         defer { stopAndWait(listener) }
         let client = try BlockingClient(connectingTo: listener.boundAddress)
         defer { client.close() }
@@ -254,10 +245,9 @@ struct TCPConnectionTests {
             }
             func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) {}
         }
-        let listener = try TCPListener(
-            configuration: .init(address: ListenAddress(parsing: "127.0.0.1:0")!), group: group,
-            onAccept: { connection in connection.handler = LargeWriter(large: large, queued: queued) })
-        listener.start()
+        let listener = try startLoopbackListener(group: group) { connection in
+            connection.handler = LargeWriter(large: large, queued: queued)
+        }
         defer { stopAndWait(listener) }
         let client = try BlockingClient(connectingTo: listener.boundAddress)
         defer { client.close() }

@@ -119,6 +119,17 @@ func startEchoServer(
     return listener
 }
 
+/// Starts a listener on an ephemeral loopback port that hands each accepted connection to
+/// `onAccept`.
+func startLoopbackListener(
+    group: EventLoopGroup, onAccept: @escaping @Sendable (TCPConnection) -> Void
+) throws -> TCPListener {
+    let listener = try TCPListener(
+        configuration: .init(address: ListenAddress(parsing: "127.0.0.1:0")!), group: group, onAccept: onAccept)
+    listener.start()
+    return listener
+}
+
 /// Stops `listener` and waits until its socket is closed.
 func stopAndWait(_ listener: TCPListener) {
     let stopped = Expectation<Bool>()
