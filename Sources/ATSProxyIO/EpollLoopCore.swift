@@ -32,6 +32,9 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
     private var stopRequested = false
 
     private var events = [ats_poll_event](repeating: ats_poll_event(), count: 256)
+    /// Held small writes (`LoopCore.batchedWriters`) go out at least every this many reports, so
+    /// that the first connection of a long batch does not wait for all the others.
+    static let reportsPerFlush = 32
 
     init(name: String) {
         poller = ats_poll_create()
@@ -155,6 +158,10 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
                 guard let watcher = watcher(slot: slot, generation: generation) else { continue }
                 reportsDelivered &+= 1
                 watcher.loopEvent(event.events)
+                if index % Self.reportsPerFlush == Self.reportsPerFlush - 1 {
+                    flushBatchedWriters()
+                    deliveringBatch = true
+                }
             }
             flushBatchedWriters()
             fireDueTimers()

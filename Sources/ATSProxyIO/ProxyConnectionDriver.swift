@@ -127,8 +127,9 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
     }
 
     private func execute(_ commands: [ProxyCommand]) {
-        // Consecutive writes to the same side are coalesced into one socket write. A lone write (the
-        // common case) goes out as the command's own array, without being copied into a buffer.
+        // Consecutive writes to the same side are coalesced into one connection write. A lone write
+        // (the common case) is passed on as the command's own array, without being copied here (the
+        // epoll loop copies a small one into its queue until the end of the batch).
         var clientBuffer: [UInt8] = []
         var upstreamBuffer: [UInt8] = []
         var upstreamLane: Int32 = 0

@@ -45,6 +45,7 @@ public protocol TCPConnectionHandler: AnyObject {
     /// A relay pauses the other side's reads on `false` and resumes them on `true`.
     func connectionWritabilityChanged(_ connection: TCPConnection, isWritable: Bool)
     /// Every queued byte has been handed to the kernel (the queue went from non-empty to empty).
+    /// On the epoll backend this includes the end of a batch that held small writes.
     func connectionDidDrain(_ connection: TCPConnection)
     /// The connection is closed and its file descriptor released. Delivered exactly once.
     func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason)
@@ -68,9 +69,10 @@ extension TCPConnectionHandler {
 /// - `write` tries the socket at once; what the kernel does not take is queued (small writes
 ///   coalesce into one chunk) and flushed with `writev` when the loop reports the socket
 ///   writable again. Exception: a small write (≤ `batchedWriteLimit`) made while the epoll loop
-///   delivers a batch of readiness reports is queued and goes out when the batch ends
-///   (`LoopCore.flushBatchedWriters`), so the loop serves every ready connection before its writes
-///   wake the peers (see `LoopCore.batchedWriters`). The connection tells the loop which directions it waits for
+///   delivers a batch of readiness reports is held in the queue until the batch ends (or every
+///   `EpollLoopCore.reportsPerFlush` reports), so the loop serves the ready connections before its
+///   writes wake the peers (see `LoopCore.batchedWriters`). A larger write first sends what is
+///   held, then goes out at once as usual. The connection tells the loop which directions it waits for
 ///   (`LoopCore.setInterest`: nothing to do on epoll, where the registration never changes).
 /// - Watermarks: crossing `highWatermark` reports "not writable", falling to `lowWatermark` reports
 ///   "writable" again. The queue is never bounded by the connection itself: callers honour the
@@ -280,13 +282,26 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         loop.assertInLoop()
         guard acceptsWrites, !bytes.isEmpty else { return }
         var remaining = bytes
+        let small = bytes.count <= Self.batchedWriteLimit
+        if lifecycle == .open, !awaitingWritable, !writeQueue.isEmpty, !small {
+            // A large write behind held ones: send those now, so that this one can still go
+            // straight from the caller's memory instead of being copied into the queue.
+            switch writeQueuedBytes() {
+            case .drained:
+                break
+            case .wouldBlock:
+                awaitingWritable = true
+            case .failed(let code):
+                fail(IOError(call: "write", errno: code))
+                return
+            }
+        }
         if lifecycle == .open, writeQueue.isEmpty, !awaitingWritable {
-            if loop.core.deliveringBatch, bytes.count <= Self.batchedWriteLimit {
-                // Held for the end of the batch: a chunk sized for a few small writes, not 16 KiB.
-                writeQueue.append(WriteChunk(copying: bytes, minimumCapacity: WriteChunk.batchedCapacity))
-                queuedBytes += bytes.count
-                maxQueuedBytes = max(maxQueuedBytes, queuedBytes)
+            if loop.core.deliveringBatch, small {
+                // Held for the end of the batch, in a chunk sized for a few small writes.
+                enqueue(bytes, minimumCapacity: WriteChunk.batchedCapacity)
                 loop.core.batchedWriters.append(self)
+                updateWatermarkAfterEnqueue()
                 return
             }
             // Fast path: nothing queued, try the socket directly from the caller's memory.
@@ -308,7 +323,8 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
                 return
             }
         }
-        enqueue(remaining)
+        // Behind held bytes (not waiting for the kernel), a small write joins them in a small chunk.
+        enqueue(remaining, minimumCapacity: awaitingWritable ? WriteChunk.minimumCapacity : WriteChunk.batchedCapacity)
         if awaitingWritable { updateInterest() }
         updateWatermarkAfterEnqueue()
     }
@@ -529,9 +545,9 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
 
     // MARK: Write side
 
-    private func enqueue(_ bytes: UnsafeRawBufferPointer) {
+    private func enqueue(_ bytes: UnsafeRawBufferPointer, minimumCapacity: Int) {
         if writeQueue.isEmpty || !writeQueue[writeQueue.count - 1].append(bytes) {
-            writeQueue.append(WriteChunk(copying: bytes))
+            writeQueue.append(WriteChunk(copying: bytes, minimumCapacity: minimumCapacity))
         }
         queuedBytes += bytes.count
         maxQueuedBytes = max(maxQueuedBytes, queuedBytes)
@@ -706,7 +722,7 @@ struct WriteChunk {
     /// from malloc's per-thread cache.
     static let batchedCapacity = 1024
 
-    init(copying bytes: UnsafeRawBufferPointer, minimumCapacity: Int = Self.minimumCapacity) {
+    init(copying bytes: UnsafeRawBufferPointer, minimumCapacity: Int) {
         capacity = max(bytes.count, minimumCapacity)
         base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
         count = bytes.count
