@@ -143,7 +143,8 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
                 precondition(code == EINTR, "poll wait failed: \(IOError(call: "poll wait", errno: code))")
                 continue
             }
-            deliveringBatch = true
+            // A lone report has no other connection to serve first: its writes go out at once.
+            deliveringBatch = count > 1
             for index in 0..<Int(count) {
                 let event = events[index]
                 if event.token == 0 {

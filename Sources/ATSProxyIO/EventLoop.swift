@@ -203,8 +203,8 @@ class LoopCore: @unchecked Sendable {
     final var now: UInt64 = ats_monotonic_nanoseconds()
     /// Readiness reports handed to watchers so far (for tests: a quiet loop stays quiet).
     final var reportsDelivered = 0
-    /// True while the epoll backend hands a batch of readiness reports to watchers; small writes
-    /// made meanwhile wait for the batch's end (`TCPConnection.write`).
+    /// True while the epoll backend hands a batch of two or more readiness reports to watchers;
+    /// small writes made meanwhile wait for the batch's end (`TCPConnection.write`).
     final var deliveringBatch = false
     /// Connections holding writes for the end of the batch. Writing at once would wake the peer
     /// (an origin, a client) while this loop still has ready connections to serve, and on a busy

@@ -68,19 +68,20 @@ extension TCPConnectionHandler {
 ///   remembered and served on `resumeReading`.
 /// - `write` tries the socket at once; what the kernel does not take is queued (small writes
 ///   coalesce into one chunk) and flushed with `writev` when the loop reports the socket
-///   writable again. Exception: a small write (≤ `batchedWriteLimit`) made while the epoll loop
-///   delivers a batch of readiness reports is held in the queue until the batch ends (or every
-///   `EpollLoopCore.reportsPerFlush` reports), so the loop serves the ready connections before its
-///   writes wake the peers (see `LoopCore.batchedWriters`). A larger write first sends what is
-///   held, then goes out at once as usual. The connection tells the loop which directions it waits for
+///   writable again. The connection tells the loop which directions it waits for
 ///   (`LoopCore.setInterest`: nothing to do on epoll, where the registration never changes).
+/// - Held writes: a small write (≤ `batchedWriteLimit`) made while the epoll loop delivers a batch
+///   of two or more readiness reports is held in the queue until the batch ends (or every
+///   `EpollLoopCore.reportsPerFlush` reports), so that the loop serves its ready connections
+///   before its writes wake the peers (see `LoopCore.batchedWriters`). A larger write first sends
+///   what is held, then goes out at once as usual.
 /// - Watermarks: crossing `highWatermark` reports "not writable", falling to `lowWatermark` reports
 ///   "writable" again. The queue is never bounded by the connection itself: callers honour the
 ///   signal (a relay pauses its other side).
 /// - `close()` and `reset()` first offer the kernel any bytes held for the end of the batch (what
-///   an immediate write would have sent), then drop what is still queued and close the fd (at once on epoll; on Dispatch once the
-///   sources are cancelled); `connectionDidClose` follows on the loop after the fd is closed,
-///   never within the call.
+///   an immediate write would have sent), then drop what is still queued and close the fd (at
+///   once on epoll; on Dispatch once the sources are cancelled); `connectionDidClose` follows on
+///   the loop after the fd is closed, never within the call.
 /// - With the Dispatch backend, a connection that neither reads (paused, EOF) nor has bytes to
 ///   write hears nothing from the socket (an error surfaces on the next read or write).
 ///
