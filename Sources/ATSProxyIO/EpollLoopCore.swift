@@ -35,6 +35,7 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
     /// Held small writes (`LoopCore.batchedWriters`) go out at least every this many reports, so
     /// that the first connection of a long batch does not wait for all the others.
     static let reportsPerFlush = 32
+    private var reportsSinceFlush = 0
 
     init(name: String) {
         poller = ats_poll_create()
@@ -145,6 +146,7 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
             }
             // A lone report has no other connection to serve first: its writes go out at once.
             deliveringBatch = count > 1
+            reportsSinceFlush = 0
             for index in 0..<Int(count) {
                 let event = events[index]
                 if event.token == 0 {
@@ -159,7 +161,9 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
                 guard let watcher = watcher(slot: slot, generation: generation) else { continue }
                 reportsDelivered &+= 1
                 watcher.loopEvent(event.events)
-                if index % Self.reportsPerFlush == Self.reportsPerFlush - 1 {
+                reportsSinceFlush += 1
+                if reportsSinceFlush == Self.reportsPerFlush {
+                    reportsSinceFlush = 0
                     flushBatchedWriters()
                     deliveringBatch = true
                 }

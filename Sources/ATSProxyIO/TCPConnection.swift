@@ -45,7 +45,8 @@ public protocol TCPConnectionHandler: AnyObject {
     /// A relay pauses the other side's reads on `false` and resumes them on `true`.
     func connectionWritabilityChanged(_ connection: TCPConnection, isWritable: Bool)
     /// Every queued byte has been handed to the kernel (the queue went from non-empty to empty).
-    /// On the epoll backend this includes the end of a batch that held small writes.
+    /// On the epoll backend this includes the end of a batch that held small writes, but not a
+    /// large write sending held bytes ahead of itself.
     func connectionDidDrain(_ connection: TCPConnection)
     /// The connection is closed and its file descriptor released. Delivered exactly once.
     func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason)
@@ -284,9 +285,11 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         guard acceptsWrites, !bytes.isEmpty else { return }
         var remaining = bytes
         let small = bytes.count <= Self.batchedWriteLimit
-        if lifecycle == .open, !awaitingWritable, !writeQueue.isEmpty, !small {
+        if lifecycle == .open, !awaitingWritable, !aboveHighWatermark, !writeQueue.isEmpty, !small {
             // A large write behind held ones: send those now, so that this one can still go
-            // straight from the caller's memory instead of being copied into the queue.
+            // straight from the caller's memory instead of being copied into the queue. (Held
+            // bytes above the high watermark take the queue's way instead: `flush` reports the
+            // connection writable again.)
             switch writeQueuedBytes() {
             case .drained:
                 break
@@ -301,6 +304,8 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
             if loop.core.deliveringBatch, small {
                 // Held for the end of the batch, in a chunk sized for a few small writes.
                 enqueue(bytes, minimumCapacity: WriteChunk.batchedCapacity)
+                // Listed once per time the queue fills from empty; a second entry in one batch
+                // (after a large write emptied the queue) finds nothing or flushes in order.
                 loop.core.batchedWriters.append(self)
                 updateWatermarkAfterEnqueue()
                 return
@@ -325,7 +330,8 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
             }
         }
         // Behind held bytes (not waiting for the kernel), a small write joins them in a small chunk.
-        enqueue(remaining, minimumCapacity: awaitingWritable ? WriteChunk.minimumCapacity : WriteChunk.batchedCapacity)
+        let heldBehind = lifecycle == .open && !awaitingWritable
+        enqueue(remaining, minimumCapacity: heldBehind ? WriteChunk.batchedCapacity : WriteChunk.minimumCapacity)
         if awaitingWritable { updateInterest() }
         updateWatermarkAfterEnqueue()
     }

@@ -205,7 +205,7 @@ struct TCPConnectionTests {
         let group = EventLoopGroup(loopCount: 1, backend: backend)
         // Larger than the batching limit, small enough for the socket buffer to take at once.
         let large = [UInt8](repeating: UInt8(ascii: "L"), count: TCPConnection.batchedWriteLimit + 1)
-        let probes = Probes()
+        let probes = Collected<BatchProbe>()
         let listener = try startLoopbackListener(group: group) { connection in
             let probe = BatchProbe(ending: ending, large: large)
             probes.add(probe)
@@ -216,13 +216,7 @@ struct TCPConnectionTests {
         defer { for client in clients { client.close() } }
         #expect(eventually { probes.all.count == 2 })
         // Both requests arrive while the loop is busy, so that one batch reports both.
-        let busy = DispatchSemaphore(value: 0)
-        group.loops[0].execute {
-            busy.signal()
-            usleep(200_000)
-        }
-        busy.wait()
-        for client in clients { client.send("go") }
+        whileLoopIsBusy(group.loops[0]) { for client in clients { client.send("go") } }
         // Every byte arrives, in write order, before the end of the stream, with each ending:
         // close() offers the held bytes to the kernel before it drops the queue.
         let expected = Array("head|".utf8) + large + Array("|tail".utf8)
@@ -245,12 +239,12 @@ struct TCPConnectionTests {
         }
     }
 
-    /// The probes a listener created, in accept order.
-    final class Probes: @unchecked Sendable {
+    /// The handlers a listener created, in accept order.
+    final class Collected<Handler>: @unchecked Sendable {
         private let lock = NSLock()
-        private var probes: [BatchProbe] = []
-        func add(_ probe: BatchProbe) { lock.withLock { probes.append(probe) } }
-        var all: [BatchProbe] { lock.withLock { probes } }
+        private var handlers: [Handler] = []
+        func add(_ handler: Handler) { lock.withLock { handlers.append(handler) } }
+        var all: [Handler] { lock.withLock { handlers } }
     }
 
     @Test("a write from a task queued by another thread, alone in its batch, goes out at once")
@@ -265,6 +259,8 @@ struct TCPConnectionTests {
         let client = try BlockingClient(connectingTo: listener.boundAddress)
         defer { client.close() }
         let connection = try #require(accepted.wait())
+        // Let the loop take the new registration's first report, so that the task is alone.
+        onLoop(group.loops[0]) {}
         // The task reaches the loop through its cross-thread inbox: a batch of one report (the
         // wake-up), with no other connection to serve first.
         let queued = Expectation<Int>()
@@ -275,5 +271,42 @@ struct TCPConnectionTests {
         }
         #expect(queued.wait() == 0)
         #expect(String(decoding: client.readToEnd(), as: UTF8.self) == "from elsewhere")
+    }
+
+    @Test("held writes that cross the high watermark are reported writable again after a large write")
+    func heldWritesAboveTheHighWatermarkRecover() throws {
+        let group = EventLoopGroup(loopCount: 1, backend: .epoll)
+        final class WatermarkProbe: TCPConnectionHandler, @unchecked Sendable {
+            let changes = Expectation<[Bool]>()
+            private var seen: [Bool] = []
+            func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer) {
+                connection.highWatermark = 4096
+                connection.lowWatermark = 1024
+                for _ in 0..<3 { connection.write([UInt8](repeating: 1, count: 2048)) }
+                connection.write([UInt8](repeating: 2, count: 9000))
+            }
+            func connectionWritabilityChanged(_ connection: TCPConnection, isWritable: Bool) {
+                seen.append(isWritable)
+                if isWritable { changes.fulfill(seen) }
+            }
+            func connectionDidReadEOF(_ connection: TCPConnection) {}
+            func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) {
+                changes.fulfill(seen)
+            }
+        }
+        let probes = Collected<WatermarkProbe>()
+        let listener = try startLoopbackListener(group: group) { connection in
+            let probe = WatermarkProbe()
+            probes.add(probe)
+            connection.handler = probe
+        }
+        defer { stopAndWait(listener) }
+        let clients = try (0..<2).map { _ in try BlockingClient(connectingTo: listener.boundAddress) }
+        defer { for client in clients { client.close() } }
+        #expect(eventually { probes.all.count == 2 })
+        whileLoopIsBusy(group.loops[0]) { for client in clients { client.send("go") } }
+        for client in clients { #expect(client.read(atLeast: 3 * 2048 + 9000).count == 3 * 2048 + 9000) }
+        // Held past the high watermark: "not writable", then, once the queue drained, "writable".
+        for probe in probes.all { #expect(probe.changes.wait() == [false, true]) }
     }
 }

@@ -130,6 +130,21 @@ func startLoopbackListener(
     return listener
 }
 
+/// Runs `body` on the calling thread while `loop` is held busy by a task of its own, so that the
+/// readiness `body` causes (a loopback send is queued at the receiver when it returns) is
+/// reported to the loop in one batch once the task ends.
+func whileLoopIsBusy(_ loop: EventLoop, _ body: () -> Void) {
+    let busy = DispatchSemaphore(value: 0)
+    let release = DispatchSemaphore(value: 0)
+    loop.execute {
+        busy.signal()
+        _ = release.wait(timeout: .now() + 10)
+    }
+    busy.wait()
+    body()
+    release.signal()
+}
+
 /// Stops `listener` and waits until its socket is closed.
 func stopAndWait(_ listener: TCPListener) {
     let stopped = Expectation<Bool>()
