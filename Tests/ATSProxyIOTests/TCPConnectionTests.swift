@@ -205,27 +205,16 @@ struct TCPConnectionTests {
         let group = EventLoopGroup(loopCount: 1, backend: backend)
         // Larger than the batching limit, small enough for the socket buffer to take at once.
         let large = [UInt8](repeating: UInt8(ascii: "L"), count: TCPConnection.batchedWriteLimit + 1)
-        let probes = Collected<BatchProbe>()
-        let listener = try startLoopbackListener(group: group) { connection in
-            let probe = BatchProbe(ending: ending, large: large)
-            probes.add(probe)
-            connection.handler = probe
-        }
-        defer { stopAndWait(listener) }
-        let clients = try (0..<2).map { _ in try BlockingClient(connectingTo: listener.boundAddress) }
-        defer { for client in clients { client.close() } }
-        #expect(eventually { probes.all.count == 2 })
-        // Both requests arrive while the loop is busy, so that one batch reports both.
-        whileLoopIsBusy(group.loops[0]) { for client in clients { client.send("go") } }
+        let pair = try OneBatchPair(group: group) { BatchProbe(ending: ending, large: large) }
         // Every byte arrives, in write order, before the end of the stream, with each ending:
         // close() offers the held bytes to the kernel before it drops the queue.
         let expected = Array("head|".utf8) + large + Array("|tail".utf8)
-        for client in clients {
+        for client in pair.clients {
             let received = client.readToEnd()
             let intact = received == expected
             #expect(intact, "received \(received.count) of \(expected.count) bytes")
         }
-        for probe in probes.all {
+        for probe in pair.handlers {
             let lengths = try #require(probe.queued.wait())
             switch backend {
             case .epoll:
@@ -237,14 +226,6 @@ struct TCPConnectionTests {
                 #expect(lengths == [0, 0, 0])
             }
         }
-    }
-
-    /// The handlers a listener created, in accept order.
-    final class Collected<Handler>: @unchecked Sendable {
-        private let lock = NSLock()
-        private var handlers: [Handler] = []
-        func add(_ handler: Handler) { lock.withLock { handlers.append(handler) } }
-        var all: [Handler] { lock.withLock { handlers } }
     }
 
     @Test("a write from a task queued by another thread, alone in its batch, goes out at once")
@@ -294,19 +275,9 @@ struct TCPConnectionTests {
                 changes.fulfill(seen)
             }
         }
-        let probes = Collected<WatermarkProbe>()
-        let listener = try startLoopbackListener(group: group) { connection in
-            let probe = WatermarkProbe()
-            probes.add(probe)
-            connection.handler = probe
-        }
-        defer { stopAndWait(listener) }
-        let clients = try (0..<2).map { _ in try BlockingClient(connectingTo: listener.boundAddress) }
-        defer { for client in clients { client.close() } }
-        #expect(eventually { probes.all.count == 2 })
-        whileLoopIsBusy(group.loops[0]) { for client in clients { client.send("go") } }
-        for client in clients { #expect(client.read(atLeast: 3 * 2048 + 9000).count == 3 * 2048 + 9000) }
+        let pair = try OneBatchPair(group: group) { WatermarkProbe() }
+        for client in pair.clients { #expect(client.read(atLeast: 3 * 2048 + 9000).count == 3 * 2048 + 9000) }
         // Held past the high watermark: "not writable", then, once the queue drained, "writable".
-        for probe in probes.all { #expect(probe.changes.wait() == [false, true]) }
+        for probe in pair.handlers { #expect(probe.changes.wait() == [false, true]) }
     }
 }

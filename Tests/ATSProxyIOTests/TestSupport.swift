@@ -145,6 +145,44 @@ func whileLoopIsBusy(_ loop: EventLoop, _ body: () -> Void) {
     release.signal()
 }
 
+/// Two clients of a listener on `group`'s first loop, each served by a handler from `make`, that
+/// have sent "go" while the loop was busy: the loop sees both requests in one batch of reports.
+/// Closing: the clients and the listener go when the pair is released.
+final class OneBatchPair<Handler: TCPConnectionHandler & Sendable>: @unchecked Sendable {
+    let listener: TCPListener
+    let clients: [BlockingClient]
+    /// The handlers, in accept order.
+    var handlers: [Handler] { box.all }
+    private let box = AcceptBox<Handler>()
+
+    init(group: EventLoopGroup, make: @escaping @Sendable () -> Handler) throws {
+        let box = box
+        let listener = try startLoopbackListener(group: group) { connection in
+            let handler = make()
+            box.add(handler)
+            connection.handler = handler
+        }
+        self.listener = listener
+        let clients = try (0..<2).map { _ in try BlockingClient(connectingTo: listener.boundAddress) }
+        self.clients = clients
+        guard eventually({ box.all.count == 2 }) else { throw IOError(call: "accept", errno: ETIMEDOUT) }
+        whileLoopIsBusy(group.loops[0]) { for client in clients { client.send("go") } }
+    }
+
+    deinit {
+        for client in clients { client.close() }
+        stopAndWait(listener)
+    }
+
+    /// Handlers as the listener creates them (on the loop), read by the test thread.
+    private final class AcceptBox<Item>: @unchecked Sendable {
+        private let lock = NSLock()
+        private var items: [Item] = []
+        func add(_ item: Item) { lock.withLock { items.append(item) } }
+        var all: [Item] { lock.withLock { items } }
+    }
+}
+
 /// Stops `listener` and waits until its socket is closed.
 func stopAndWait(_ listener: TCPListener) {
     let stopped = Expectation<Bool>()
