@@ -146,16 +146,20 @@ public struct TLSRequirements: Sendable, Hashable, Codable {
 
     @usableFromInline var storage: Storage
 
-    init(_ fields: Fields) { storage = Storage(fields) }
+    @usableFromInline init(_ fields: Fields) { storage = Storage(fields) }
 
-    /// Every field, read from the shared storage; setting one gives this value storage of its own.
+    /// Every field, read from the shared storage; setting one gives this value storage of its own (to
+    /// change several, use `updating`: one storage and one hash for all of them).
     @inlinable public subscript<Value>(dynamicMember field: Swift.WritableKeyPath<Fields, Value>) -> Value {
         get { storage.fields[keyPath: field] }
-        set {
-            var fields = storage.fields
-            fields[keyPath: field] = newValue
-            storage = Storage(fields)
-        }
+        set { self = updating { $0[keyPath: field] = newValue } }
+    }
+
+    /// A copy with the fields `change` sets, in one new storage.
+    @inlinable public func updating(_ change: (inout Fields) -> Void) -> TLSRequirements {
+        var fields = storage.fields
+        change(&fields)
+        return TLSRequirements(fields)
     }
 
     public static func == (lhs: TLSRequirements, rhs: TLSRequirements) -> Bool {

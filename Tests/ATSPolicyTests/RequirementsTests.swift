@@ -25,6 +25,23 @@ struct RequirementsTests {
         #expect(!value.cipherListUnrestricted)
     }
 
+    @Test("updating changes several fields in one copy, the same value as setting them one by one")
+    func updatingSeveralFields() {
+        let original = requirements([:])
+        let updated = original.updating { fields in
+            fields.minimumVersion = .tls10
+            fields.minimumRSAKeyBits = 0
+        }
+        var stepwise = original
+        stepwise.minimumVersion = .tls10
+        stepwise.minimumRSAKeyBits = 0
+        #expect(updated == stepwise)
+        #expect(updated.hashValue == stepwise.hashValue)
+        #expect(updated.minimumVersion == .tls10 && updated.minimumRSAKeyBits == 0)
+        #expect(original.minimumVersion == .tls12 && original.minimumRSAKeyBits == 2048)
+        #expect(updated != original)
+    }
+
     @Test("HTTP=YES keeps the TLS and PFS minimums but lets the app override trust")
     func insecureHTTPKeepsTLSMinimums() {
         let value = requirements([keyHTTP: yes])

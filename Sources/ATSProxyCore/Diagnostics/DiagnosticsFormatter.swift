@@ -78,9 +78,10 @@ public struct DiagnosticsFormatter: Sendable {
 
     /// One JSON object (a single line) for one finished request.
     public func jsonLine(_ record: RequestRecord) -> String {
-        var copy = record
-        copy.requestHeaders = SecretRedactor.redact(record.requestHeaders, allowSecrets: allowSecrets)
-        copy.responseHeaders = SecretRedactor.redact(record.responseHeaders, allowSecrets: allowSecrets)
+        let copy = record.updating { fields in
+            fields.requestHeaders = SecretRedactor.redact(record.requestHeaders, allowSecrets: allowSecrets)
+            fields.responseHeaders = SecretRedactor.redact(record.responseHeaders, allowSecrets: allowSecrets)
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in

@@ -66,14 +66,20 @@ public struct RequestRecord: Sendable, Codable {
 
     @usableFromInline var storage: Storage
 
-    /// Every field, read from the shared storage; setting one gives this value storage of its own.
+    /// Every field, read from the shared storage; setting one gives this value storage of its own (to
+    /// change several, use `updating`).
     @inlinable public subscript<Value>(dynamicMember field: WritableKeyPath<Fields, Value>) -> Value {
         get { storage.fields[keyPath: field] }
-        set {
-            var fields = storage.fields
-            fields[keyPath: field] = newValue
-            storage = Storage(fields)
-        }
+        set { self = updating { $0[keyPath: field] = newValue } }
+    }
+
+    /// A copy with the fields `change` sets, in one new storage.
+    @inlinable public func updating(_ change: (inout Fields) -> Void) -> RequestRecord {
+        var fields = storage.fields
+        change(&fields)
+        var copy = self
+        copy.storage = Storage(fields)
+        return copy
     }
 
     public init(from decoder: any Decoder) throws { storage = Storage(try Fields(from: decoder)) }

@@ -1740,14 +1740,14 @@ public struct ProxySession {
     /// What `--mode report` offers upstream: every version and suite, so the handshake completes
     /// and the summary can be judged against the real requirements.
     static func permissive(_ requirements: TLSRequirements) -> TLSRequirements {
-        var offered = requirements
-        offered.minimumVersion = .tls10
-        offered.maximumVersion = max(requirements.maximumVersion, .tls12)
-        offered.cipherSuites = CipherSuite.catalogue
-        offered.minimumRSAKeyBits = 0
-        offered.minimumECKeyBits = 0
-        offered.minimumSignatureHash = .md5
-        return offered
+        requirements.updating { offered in
+            offered.minimumVersion = .tls10
+            offered.maximumVersion = max(offered.maximumVersion, .tls12)
+            offered.cipherSuites = CipherSuite.catalogue
+            offered.minimumRSAKeyBits = 0
+            offered.minimumECKeyBits = 0
+            offered.minimumSignatureHash = .md5
+        }
     }
 
     /// `3:-9836` (without brackets) for a verdict that has a stream error.
