@@ -17,6 +17,22 @@ import Testing
         #expect(reframed == ["Host": "a", "Accept": "*/*"])
     }
 
+    @Test func writingAHeadThroughTheFilterSkipsHopByHopFields() {
+        let headers: HTTP1Headers = [
+            "Server": "x", "Connection": "keep-alive, X-Secret", "x-secret": "1", "Keep-Alive": "timeout=5",
+            "Transfer-Encoding": "chunked", "Vary": "Accept",
+        ]
+        let head = HTTP1ResponseHead(status: 200, reason: "OK", headers: headers)
+        var written: [UInt8] = []
+        HTTP1Serializer.writeResponseHead(
+            head, dropping: HTTP1ProxyHeaders.HopByHopFilter(headers, options: .init(reframing: true)),
+            appending: [HTTP1Field(name: "Connection", value: "close")], into: &written)
+        #expect(
+            String(decoding: written, as: UTF8.self)
+                == "HTTP/1.1 200 OK\r\nServer: x\r\nVary: Accept\r\nConnection: close\r\n\r\n")
+    }
+
+    /// The serializer's filtered path writes what `removingHopByHop` and the plain serializer write.
     @Test(arguments: [
         HTTP1ProxyHeaders.Options(), HTTP1ProxyHeaders.Options(reframing: true),
     ])

@@ -133,16 +133,16 @@ func startLoopbackListener(
 /// Runs `body` on the calling thread while `loop` is held busy by a task of its own, so that the
 /// readiness `body` causes (a loopback send is queued at the receiver when it returns) is
 /// reported to the loop in one batch once the task ends.
-func whileLoopIsBusy(_ loop: EventLoop, _ body: () -> Void) {
+func whileLoopIsBusy(_ loop: EventLoop, _ body: () throws -> Void) rethrows {
     let busy = DispatchSemaphore(value: 0)
     let release = DispatchSemaphore(value: 0)
     loop.execute {
         busy.signal()
         _ = release.wait(timeout: .now() + 10)
     }
-    busy.wait()
-    body()
-    release.signal()
+    _ = busy.wait(timeout: .now() + 10)
+    defer { release.signal() }
+    try body()
 }
 
 /// Two clients of a listener on `group`'s first loop, each served by a handler from `make`, that
@@ -159,14 +159,20 @@ final class OneBatchPair<Handler: TCPConnectionHandler & Sendable>: @unchecked S
         let box = box
         let listener = try startLoopbackListener(group: group) { connection in
             let handler = make()
-            box.add(handler)
+            box.add(handler, descriptor: connection.fileDescriptor)
             connection.handler = handler
         }
         self.listener = listener
         let clients = try (0..<2).map { _ in try BlockingClient(connectingTo: listener.boundAddress) }
         self.clients = clients
         guard eventually({ box.all.count == 2 }) else { throw IOError(call: "accept", errno: ETIMEDOUT) }
-        whileLoopIsBusy(group.loops[0]) { for client in clients { client.send("go") } }
+        try whileLoopIsBusy(group.loops[0]) {
+            for client in clients { client.send("go") }
+            // Released only once both requests wait in the server's sockets: then one batch reports both.
+            guard eventually({ box.descriptors.allSatisfy { Self.unread($0) >= 2 } }) else {
+                throw IOError(call: "send", errno: ETIMEDOUT)
+            }
+        }
     }
 
     deinit {
@@ -174,12 +180,19 @@ final class OneBatchPair<Handler: TCPConnectionHandler & Sendable>: @unchecked S
         stopAndWait(listener)
     }
 
-    /// Handlers as the listener creates them (on the loop), read by the test thread.
+    /// Bytes waiting in the socket `descriptor` (FIONREAD).
+    private static func unread(_ descriptor: Int32) -> Int32 {
+        var count: Int32 = 0
+        return ioctl(descriptor, UInt(FIONREAD), &count) == 0 ? count : -1
+    }
+
+    /// Handlers and their sockets as the listener creates them (on the loop), read by the test thread.
     private final class AcceptBox<Item>: @unchecked Sendable {
         private let lock = NSLock()
-        private var items: [Item] = []
-        func add(_ item: Item) { lock.withLock { items.append(item) } }
-        var all: [Item] { lock.withLock { items } }
+        private var items: [(item: Item, descriptor: Int32)] = []
+        func add(_ item: Item, descriptor: Int32) { lock.withLock { items.append((item, descriptor)) } }
+        var all: [Item] { lock.withLock { items.map(\.item) } }
+        var descriptors: [Int32] { lock.withLock { items.map(\.descriptor) } }
     }
 }
 

@@ -103,12 +103,10 @@ import Testing
         // Leave the proxy a handful of descriptors above what it holds now (util-linux prlimit:
         // glibc's prlimit() is not visible to Swift).
         let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
-        let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
-        let fileLine = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
-        let originalSoft = try #require(fileLine.split(separator: " ").dropFirst(3).first.map(String.init))
+        let originalSoft = try #require(Self.softFileLimit(pid: pid))
         let squeeze = try E2E.run("/usr/bin/prlimit", ["--pid", "\(pid)", "--nofile=\(open + 6):"], timeout: 10)
         #expect(squeeze.status == 0, "\(squeeze.stderrText)")
-        #expect(try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8).contains("\(open + 6)"))
+        #expect(Self.softFileLimit(pid: pid) == "\(open + 6)")
 
         // More idle clients than fit: the kernel's backlog holds the ones the proxy cannot take.
         var idle = try (0..<24).map { _ in try RawClient(port: stack.proxy.port, timeout: 5) }
@@ -127,6 +125,14 @@ import Testing
         }
         #expect(served == true)
         #expect(stack.proxy.isRunning)
+    }
+
+    /// The soft `Max open files` value in /proc/PID/limits.
+    static func softFileLimit(pid: Int32) -> String? {
+        guard let limits = try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8),
+            let line = limits.split(separator: "\n").first(where: { $0.hasPrefix("Max open files") })
+        else { return nil }
+        return line.split(separator: " ").dropFirst(3).first.map(String.init)
     }
 
     @Test func maxConnectionsAnswers503() throws {
