@@ -1,15 +1,20 @@
-# Benchmarks/lib.sh: the environment Benchmarks/run and Benchmarks/profile share. Sourced, not run.
+# Benchmarks/lib.sh: the environment Benchmarks/run, compare and profile share. Sourced, not run.
 #
 # bench_tools        finds (or installs) nginx, h2load and socat
 # bench_build        builds the proxy and the load generator (see Benchmarks/README.md)
-# bench_start        mints certificates, starts nginx and the proxy, smoke-tests both paths
+# bench_start        mints certificates, starts the origin nginx and the proxy in its default
+#                    configuration, smoke-tests both paths
+# start_proxy        starts one more proxy (same flags plus extra ones, own port, CA and log)
 # bench_start_rp     (after bench_start; Benchmarks/run only) starts the reference nginx reverse
 #                    proxy and smoke-tests it
 #
-# Afterwards: TMP, ORIGIN_PORT (HTTP/1.1 only), ORIGIN_H2_PORT (h2 or HTTP/1.1 by ALPN),
-# STATUS_PORT, PROXY_PORT, RP_PORT, AUTHORITY, H2_AUTHORITY, NGINX_PID, PROXY_PID, RP_PID,
-# ORIGIN_PIDS, RP_PIDS, PROXY_CA, DIRECT=(...), PROXIED=(...), NGINX_RP=(...) (loadgen arguments),
-# LOADGEN, PROXY_BIN, MEASURED. Every process started here is killed by PID on exit (trap).
+# Afterwards: TMP, ORIGIN_PORT (offers h2 and HTTP/1.1 by ALPN, as real servers do), ORIGIN_H1_PORT
+# (HTTP/1.1 only), ORIGIN_H2_PORT (= ORIGIN_PORT, kept for older callers), STATUS_PORT, PROXY_PORT,
+# RP_PORT, AUTHORITY, H1_AUTHORITY, H2_AUTHORITY (= AUTHORITY), NGINX_PID, PROXY_PID, RP_PID,
+# ORIGIN_PIDS, RP_PIDS, PROXY_CA, PROXY_FLAGS (the proxy's command line after the binary),
+# DIRECT=(...), PROXIED=(...), NGINX_RP=(...) (loadgen arguments), LOADGEN, PROXY_BIN, MEASURED,
+# UPSTREAM_PROTOCOL (what the origin saw from the proxy: HTTP/2.0 when the proxy took h2).
+# Every process started here is killed by PID on exit (trap).
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH="$ROOT/Benchmarks"
@@ -145,11 +150,12 @@ bench_start() {
     trap 'exit 130' INT TERM
     ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
     free_port ORIGIN_PORT
-    free_port ORIGIN_H2_PORT
+    free_port ORIGIN_H1_PORT
     free_port STATUS_PORT
-    free_port PROXY_PORT
+    ORIGIN_H2_PORT=$ORIGIN_PORT
     AUTHORITY="bench.test:$ORIGIN_PORT"
-    H2_AUTHORITY="bench.test:$ORIGIN_H2_PORT"
+    H1_AUTHORITY="bench.test:$ORIGIN_H1_PORT"
+    H2_AUTHORITY=$AUTHORITY
 
     # Certificates: ECDSA P-256 test CA + leaf for bench.test (serverAuth, 30 days).
     say "minting the origin's test CA and leaf in $TMP ..."
@@ -173,9 +179,11 @@ EOF
         cat leaf.pem ca.pem >chain.pem
     )
 
-    # Origin: nginx on 127.0.0.1. The HTTP/1.1 phases use a port without h2, so that the proxy's
-    # upstream leg is HTTP/1.1 as well; the h2 phase uses a second port that offers h2 in ALPN.
-    mkdir -p "$TMP/www" "$TMP/logs" "$TMP/temp" "$TMP/proxy-ca"
+    # Origin: nginx on 127.0.0.1. The main port offers h2 and HTTP/1.1 in ALPN, as most real
+    # servers do, so an HTTP/1.1 client through the proxy (default --http2 on) gets an h2 upstream.
+    # The second port is HTTP/1.1 only, for the rows labelled "HTTP/1.1-only origin".
+    # /proto answers with the protocol the origin saw (the upstream check below).
+    mkdir -p "$TMP/www" "$TMP/logs" "$TMP/temp"
     truncate -s "$BIG_BYTES" "$TMP/www/big"
     chmod -R a+rX "$TMP/www"
     chmod a+x "$TMP"
@@ -197,13 +205,14 @@ http {
     keepalive_timeout 300s;
     default_type application/octet-stream;
     server {
-        listen 127.0.0.1:$ORIGIN_PORT ssl;
-        listen 127.0.0.1:$ORIGIN_H2_PORT ssl http2;
+        listen 127.0.0.1:$ORIGIN_PORT ssl http2;
+        listen 127.0.0.1:$ORIGIN_H1_PORT ssl;
         server_name bench.test;
         ssl_certificate $TMP/chain.pem;
         ssl_certificate_key $TMP/leaf.key;
         ssl_protocols TLSv1.2 TLSv1.3;
         location = /tiny { return 200 "ok"; }
+        location = /proto { return 200 "\$server_protocol"; }
         location = /big { root $TMP/www; }
     }
     server {
@@ -219,14 +228,16 @@ EOF
     ORIGIN_PIDS=$(pgrep -P "$NGINX_PID" | tr '\n' ' ')
     [ -n "$ORIGIN_PIDS" ] || die "no nginx workers"
 
-    # The proxy.
-    "$PROXY_BIN" --listen "127.0.0.1:$PROXY_PORT" --ca-dir "$TMP/proxy-ca" \
-        --resolve "bench.test:$ORIGIN_PORT:127.0.0.1" --resolve "bench.test:$ORIGIN_H2_PORT:127.0.0.1" --upstream-ca "$TMP/ca.pem" --diagnostics 0 \
-        --idle-timeout 300 ${BENCH_PROXY_ARGS:-} 2>"$TMP/logs/proxy.log" &
-    PROXY_PID=$!
-    wait_listen "$PROXY_PORT" "$PROXY_PID" ats-proxy
-    PROXY_CA="$TMP/proxy-ca/ats-proxy-ca.pem"
-    [ -f "$PROXY_CA" ] || die "the proxy did not write its CA to $PROXY_CA"
+    # The proxy, in the configuration a user runs: no tuning flags, so --diagnostics 1 (one text
+    # line per request) to stderr, here redirected to TMP/logs/proxy.log, and --http2 on. Only what
+    # the setup needs: a CA directory, name resolution for bench.test and the test CA as an extra
+    # upstream trust anchor. BENCH_PROXY_ARGS adds flags.
+    PROXY_FLAGS=(--resolve "bench.test:$ORIGIN_PORT:127.0.0.1" --resolve "bench.test:$ORIGIN_H1_PORT:127.0.0.1"
+        --upstream-ca "$TMP/ca.pem")
+    start_proxy proxy
+    PROXY_PID=$STARTED_PID
+    PROXY_PORT=$STARTED_PORT
+    PROXY_CA=$STARTED_CA
 
     local pid
     origin_pid_args=()
@@ -236,17 +247,44 @@ EOF
     PROXIED=(--origin "127.0.0.1:$ORIGIN_PORT" --proxy "127.0.0.1:$PROXY_PORT" --authority "$AUTHORITY"
         --ca "$PROXY_CA" --proxy-pid "$PROXY_PID" "${origin_pid_args[@]}")
 
-    # Smoke test both paths before measuring anything.
+    # Smoke test both paths before measuring anything, and record which protocol the proxy's
+    # upstream leg took (HTTP/2.0 expected with the default --http2 on).
     curl -sS --fail -o /dev/null --cacert "$TMP/ca.pem" --resolve "$AUTHORITY:127.0.0.1" "https://$AUTHORITY/tiny" \
         || die "direct smoke request failed"
     curl -sS --fail -o /dev/null -x "http://127.0.0.1:$PROXY_PORT" --cacert "$PROXY_CA" "https://$AUTHORITY/tiny" \
         || { cat "$TMP/logs/proxy.log" >&2; die "proxied smoke request failed"; }
+    UPSTREAM_PROTOCOL=$(upstream_protocol "$PROXY_PORT" "$PROXY_CA" "$AUTHORITY")
+}
+
+# The protocol the origin saw for one HTTP/1.1 request through a proxy (HTTP/2.0 or HTTP/1.1).
+upstream_protocol() { # proxy-port proxy-ca authority
+    curl -sS --fail --http1.1 -x "http://127.0.0.1:$1" --cacert "$2" "https://$3/proto" 2>/dev/null || echo "?"
+}
+
+# One ats-proxy with the benchmark's flags (PROXY_FLAGS, then BENCH_PROXY_ARGS) plus FLAGS, on a
+# port of its own, with its CA in TMP/NAME-ca and its stderr (the default text log) in
+# TMP/logs/NAME.log. Sets STARTED_PID, STARTED_PORT and STARTED_CA; the process is killed on exit.
+start_proxy() { # name [flags...]
+    local name=$1
+    shift
+    free_port STARTED_PORT
+    mkdir -p "$TMP/$name-ca"
+    # shellcheck disable=SC2086 # BENCH_PROXY_ARGS is a list of flags, split on purpose
+    "$PROXY_BIN" --listen "127.0.0.1:$STARTED_PORT" --ca-dir "$TMP/$name-ca" "${PROXY_FLAGS[@]}" \
+        ${BENCH_PROXY_ARGS:-} "$@" 2>"$TMP/logs/$name.log" &
+    STARTED_PID=$!
+    EXTRA_PIDS+=("$STARTED_PID")
+    wait_listen "$STARTED_PORT" "$STARTED_PID" "ats-proxy ($name)"
+    STARTED_CA="$TMP/$name-ca/ats-proxy-ca.pem"
+    [ -f "$STARTED_CA" ] || die "the proxy ($name) did not write its CA to $STARTED_CA"
 }
 
 # The reference: a second nginx as a TLS-terminating reverse proxy that re-originates TLS to the
-# origin over pooled keep-alive connections, on its own port. The client talks to it as to the
-# origin (TLS to bench.test, verified against the test CA); what it costs per request is what a
-# mature C proxy costs on this machine, in this run.
+# origin's main port over pooled keep-alive connections, on its own port. The client talks to it
+# as to the origin (TLS to bench.test, verified against the test CA; h2 or HTTP/1.1 by ALPN); what
+# it costs per request is what a mature C proxy costs on this machine, in this run. nginx's proxy
+# module speaks only HTTP/1.x upstream, so its upstream leg is HTTP/1.1 whatever the origin offers.
+# The body goes through memory buffers of 16 KiB (a TLS record), never a temporary file.
 bench_start_rp() {
     free_port RP_PORT
     mkdir -p "$TMP/rp/logs" "$TMP/rp/temp"
@@ -268,11 +306,11 @@ http {
     keepalive_timeout 300s;
     upstream origin {
         server 127.0.0.1:$ORIGIN_PORT;
-        keepalive 64;
+        keepalive 256;
         keepalive_requests 1000000;
     }
     server {
-        listen 127.0.0.1:$RP_PORT ssl;
+        listen 127.0.0.1:$RP_PORT ssl http2;
         server_name bench.test;
         ssl_certificate $TMP/chain.pem;
         ssl_certificate_key $TMP/leaf.key;
@@ -281,12 +319,16 @@ http {
             proxy_pass https://origin;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
-            proxy_set_header Host \$http_host;
+            proxy_set_header Host $AUTHORITY;
             proxy_ssl_server_name on;
             proxy_ssl_name bench.test;
             proxy_ssl_verify on;
             proxy_ssl_trusted_certificate $TMP/ca.pem;
             proxy_ssl_session_reuse on;
+            proxy_buffer_size 16k;
+            proxy_buffers 8 16k;
+            proxy_busy_buffers_size 32k;
+            proxy_max_temp_file_size 0;
         }
     }
 }
@@ -305,6 +347,8 @@ EOF
     curl -sS --fail -o /dev/null --cacert "$TMP/ca.pem" --resolve "bench.test:$RP_PORT:127.0.0.1" \
         -H "Host: $AUTHORITY" "https://bench.test:$RP_PORT/tiny" \
         || { cat "$TMP/rp/logs/error.log" >&2; die "nginx-rp smoke request failed"; }
+    RP_UPSTREAM_PROTOCOL=$(curl -sS --fail --http1.1 --cacert "$TMP/ca.pem" \
+        --resolve "bench.test:$RP_PORT:127.0.0.1" "https://bench.test:$RP_PORT/proto" 2>/dev/null || echo "?")
 }
 
 # CPU seconds (utime + stime) of the given pids, from /proc/PID/stat.
