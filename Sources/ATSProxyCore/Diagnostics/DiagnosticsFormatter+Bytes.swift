@@ -1,0 +1,70 @@
+extension DiagnosticsFormatter {
+    /// Appends the console text of one finished record to `output`, each line ending in a newline:
+    /// the same text as `text(_:)`, joined.
+    ///
+    /// A successful request at level 1, the line every request of the default configuration logs,
+    /// is written straight into `output` as bytes (no intermediate strings, arrays or
+    /// interpolation); every other case goes through `text(_:)`. `bytesMatchText` in the tests holds
+    /// the two paths to the same output.
+    public mutating func appendText(_ record: RequestRecord, to output: inout [UInt8]) {
+        let fields = record.storage.fields
+        guard level == .summary, fields.result == .completed else {
+            for line in text(record) {
+                output.append(contentsOf: line.utf8)
+                output.append(UInt8(ascii: "\n"))
+            }
+            return
+        }
+        output.append(contentsOf: "[Summary] Task <".utf8)
+        output.append(contentsOf: fields.taskID.utf8)
+        output.append(contentsOf: "> summary for task success {transaction_duration_ms=".utf8)
+        Self.appendDecimal(Int(fields.durationMilliseconds.rounded()), to: &output)
+        output.append(contentsOf: ", response_status=".utf8)
+        Self.appendDecimal(fields.status ?? -1, to: &output)
+        output.append(contentsOf: ", protocol=\"".utf8)
+        output.append(contentsOf: fields.httpProtocol.utf8)
+        output.append(contentsOf: "\", request_bytes=".utf8)
+        Self.appendDecimal(fields.bytesFromClient, to: &output)
+        output.append(contentsOf: ", response_bytes=".utf8)
+        Self.appendDecimal(fields.bytesToClient, to: &output)
+        output.append(contentsOf: ", client=".utf8)
+        output.append(contentsOf: fields.clientAddress.utf8)
+        output.append(contentsOf: "}\nats-proxy: ".utf8)
+        output.append(contentsOf: fields.method.utf8)
+        output.append(UInt8(ascii: " "))
+        output.append(contentsOf: fields.url.utf8)
+        output.append(contentsOf: " → ".utf8)
+        if let status = fields.status {
+            Self.appendDecimal(status, to: &output)
+        } else {
+            output.append(UInt8(ascii: "-"))
+        }
+        output.append(contentsOf: " (".utf8)
+        output.append(contentsOf: fields.rule.utf8)
+        output.append(UInt8(ascii: ")"))
+        if fields.retriedOnNewConnection == true {
+            output.append(contentsOf: " (sent again on another connection)".utf8)
+        }
+        output.append(UInt8(ascii: "\n"))
+    }
+
+    /// Appends `value` in decimal ASCII (with a leading `-` when negative).
+    static func appendDecimal(_ value: Int, to output: inout [UInt8]) {
+        if value < 0 { output.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        guard magnitude >= 10 else {
+            output.append(UInt8(ascii: "0") + UInt8(magnitude))
+            return
+        }
+        // UInt.max has 20 digits.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var index = digits.count
+            while magnitude > 0 {
+                index -= 1
+                digits[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            }
+            output.append(contentsOf: digits[index...])
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import ATSPolicy
+import Foundation
+import Testing
+
+@testable import ATSProxyCore
+
+@Suite("DiagnosticsFormatter byte output")
+struct DiagnosticsFormatterBytesTests {
+    static func record(
+        result: RequestRecord.Result = .completed, status: Int? = 200, duration: Double = 12.5,
+        retried: Bool? = nil, bytesToClient: Int = 1_234_567_890_123
+    ) -> RequestRecord {
+        RequestRecord(
+            time: Date(timeIntervalSince1970: 1_700_000_000), clientAddress: "127.0.0.1:50000",
+            taskID: "2A5C1B4E-0000-4000-8000-000000000001.7", method: "GET", url: "https://api.example.com/v1?q=é",
+            httpProtocol: "h2", source: .urlsession, result: result, atsRequired: true,
+            ruleChain: ["NSAppTransportSecurity"], rule: "ATS default: TLS 1.2+, forward secrecy",
+            fix: result == .completed ? nil : "set NSExceptionAllowsInsecureHTTPLoads",
+            errorCode: result == .completed ? nil : -1200,
+            streamError: result == .completed ? nil : "3:-9836", status: status, bytesFromClient: 0,
+            bytesToClient: bytesToClient, durationMilliseconds: duration,
+            consoleLines: result == .completed ? [] : ["Task <X> finished with error [-1200]"],
+            retriedOnNewConnection: retried)
+    }
+
+    static func joinedText(_ formatter: DiagnosticsFormatter, _ record: RequestRecord) -> [UInt8] {
+        var copy = formatter
+        return Array(copy.text(record).map { $0 + "\n" }.joined().utf8)
+    }
+
+    @Test(
+        "the byte path writes exactly the text path's lines",
+        arguments: [
+            record(), record(status: nil), record(duration: 0.4), record(duration: 86_400_123.6),
+            record(retried: true), record(retried: false), record(bytesToClient: 0), record(status: 101),
+            record(result: .failed, status: 502), record(result: .blockedCleartext, status: 403),
+            record(result: .reported),
+        ])
+    func bytesMatchText(record: RequestRecord) {
+        for level in DiagnosticsLevel.allCases {
+            let formatter = DiagnosticsFormatter(level: level, timeZone: TimeZone(identifier: "UTC")!)
+            var bytes: [UInt8] = []
+            var byteFormatter = formatter
+            byteFormatter.appendText(record, to: &bytes)
+            let expected = Self.joinedText(formatter, record)
+            if level >= .blocks {
+                // Blocks carry a wall-clock time: compare with it masked.
+                let mask: (String) -> String = {
+                    $0.replacingOccurrences(
+                        of: #"\d\d:\d\d:\d\d\.\d\d\d"#, with: "HH:MM:SS.mmm", options: .regularExpression)
+                }
+                #expect(mask(String(decoding: bytes, as: UTF8.self)) == mask(String(decoding: expected, as: UTF8.self)))
+            } else {
+                #expect(String(decoding: bytes, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
+            }
+            #expect(bytes.isEmpty == (level == .off))
+        }
+    }
+
+    @Test("decimals are written like String(_:)", arguments: [0, 7, 10, 99, 100, 65_535, -1, -42, Int.max, Int.min])
+    func decimals(value: Int) {
+        var bytes: [UInt8] = []
+        DiagnosticsFormatter.appendDecimal(value, to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == String(value))
+    }
+}
