@@ -35,6 +35,7 @@ let package = Package(
             providers: [.apt(["libnghttp2-dev"]), .brew(["libnghttp2"])]
         ),
         .target(name: "COpenSSLShims", dependencies: ["COpenSSL"]),
+        .target(name: "CATSPoll"),
         .target(
             name: "ATSPolicy",
             dependencies: [.product(name: "ZIPFoundation", package: "ZIPFoundation")]
@@ -44,7 +45,7 @@ let package = Package(
         .target(name: "ATSProxyCore", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2"], swiftSettings: hotPath),
         .target(
             name: "ATSProxyIO",
-            dependencies: ["ATSProxyCore", "COpenSSLShims", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ATSProxyCore", "CATSPoll", .product(name: "Logging", package: "swift-log")],
             swiftSettings: hotPath
         ),
         .executableTarget(

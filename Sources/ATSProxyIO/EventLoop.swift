@@ -1,4 +1,4 @@
-import COpenSSLShims
+import CATSPoll
 import Dispatch
 import Foundation
 

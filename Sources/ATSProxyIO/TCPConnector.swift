@@ -1,4 +1,4 @@
-import COpenSSLShims
+import CATSPoll
 
 #if canImport(Glibc)
     import Glibc
