@@ -1,4 +1,4 @@
-import CATSPoll
+internal import CATSPoll
 import Dispatch
 import Foundation
 

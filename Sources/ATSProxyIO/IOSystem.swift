@@ -1,4 +1,4 @@
-import CATSPoll
+internal import CATSPoll
 
 #if canImport(Glibc)
     import Glibc
