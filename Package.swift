@@ -43,6 +43,7 @@ let package = Package(
         .target(name: "ATSTLS", dependencies: ["ATSPolicy", "COpenSSL", "COpenSSLShims"], swiftSettings: hotPath),
         .target(name: "ATSHTTP2", dependencies: ["CNGHTTP2"], swiftSettings: hotPath),
         .target(name: "ATSProxyCore", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2"], swiftSettings: hotPath),
+        .target(name: "ATSReport", dependencies: ["ATSPolicy", "ATSProxyCore"]),
         .target(
             name: "ATSProxyIO",
             dependencies: ["ATSProxyCore", "CATSPoll", .product(name: "Logging", package: "swift-log")],
@@ -51,14 +52,23 @@ let package = Package(
         .executableTarget(
             name: "ats-proxy",
             dependencies: [
-                "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO",
+                "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO", "ATSReport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Helpers shared by several test targets (test PKI, in-memory TLS pumps, report fixtures);
+        // only test targets depend on it.
+        .target(name: "ATSTestSupport", dependencies: ["ATSPolicy"], path: "Tests/ATSTestSupport"),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], exclude: ["Golden"]),
         .testTarget(name: "ATSTLSTests", dependencies: ["ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims"]),
-        .testTarget(name: "ATSProxyCoreTests", dependencies: ["ATSProxyCore", "ATSPolicy", "ATSTLS"]),
+        .testTarget(
+            name: "ATSProxyCoreTests",
+            dependencies: ["ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSReport", "ATSTestSupport"]
+        ),
+        .testTarget(
+            name: "ATSReportTests", dependencies: ["ATSReport", "ATSProxyCore", "ATSPolicy", "ATSTestSupport"]
+        ),
         .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore"]),
         .testTarget(name: "ats-proxyTests", dependencies: ["ATSPolicy", "ATSTLS"], exclude: ["Fixtures"]),
     ]

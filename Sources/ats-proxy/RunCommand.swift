@@ -1,6 +1,7 @@
 import ATSPolicy
 import ATSProxyCore
 import ATSProxyIO
+import ATSReport
 import ATSTLS
 import ArgumentParser
 import Foundation
