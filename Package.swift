@@ -44,6 +44,7 @@ let package = Package(
         .target(name: "ATSHTTP2", dependencies: ["CNGHTTP2"], swiftSettings: hotPath),
         .target(name: "ATSProxyCore", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2"], swiftSettings: hotPath),
         .target(name: "ATSReport", dependencies: ["ATSPolicy", "ATSProxyCore"]),
+        .target(name: "ATSDiagnose", dependencies: ["ATSPolicy", "ATSTLS"]),
         .target(
             name: "ATSProxyIO",
             dependencies: ["ATSProxyCore", "CATSPoll", .product(name: "Logging", package: "swift-log")],
@@ -52,16 +53,22 @@ let package = Package(
         .executableTarget(
             name: "ats-proxy",
             dependencies: [
-                "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO", "ATSReport",
+                "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO", "ATSReport", "ATSDiagnose",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Helpers shared by several test targets (test PKI, in-memory TLS pumps, report fixtures);
         // only test targets depend on it.
-        .target(name: "ATSTestSupport", dependencies: ["ATSPolicy"], path: "Tests/ATSTestSupport"),
+        .target(
+            name: "ATSTestSupport", dependencies: ["ATSPolicy", "ATSTLS"],
+            path: "Tests/ATSTestSupport"
+        ),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], exclude: ["Golden"]),
-        .testTarget(name: "ATSTLSTests", dependencies: ["ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims"]),
+        .testTarget(
+            name: "ATSTLSTests", dependencies: ["ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims", "ATSTestSupport"]
+        ),
+        .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose", "ATSTLS", "ATSPolicy", "ATSTestSupport"]),
         .testTarget(
             name: "ATSProxyCoreTests",
             dependencies: ["ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSReport", "ATSTestSupport"]

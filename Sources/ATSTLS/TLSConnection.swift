@@ -34,6 +34,12 @@ public struct TLSFailure: Error, Sendable, Hashable, CustomStringConvertible {
     /// The OpenSSL error queue drained at the failure.
     public let errors: [OpenSSLErrorEntry]
 
+    /// A failure with `reason` and the OpenSSL errors seen with it.
+    public init(reason: Reason, errors: [OpenSSLErrorEntry]) {
+        self.reason = reason
+        self.errors = errors
+    }
+
     public var description: String {
         let detail = errors.map(\.text).joined(separator: "; ")
         switch reason {
