@@ -61,7 +61,7 @@ let package = Package(
         // Helpers shared by several test targets (test PKI, in-memory TLS pumps, report fixtures);
         // only test targets depend on it.
         .target(
-            name: "ATSTestSupport", dependencies: ["ATSPolicy", "ATSTLS"],
+            name: "ATSTestSupport", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2"],
             path: "Tests/ATSTestSupport"
         ),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], exclude: ["Golden"]),
@@ -69,6 +69,7 @@ let package = Package(
             name: "ATSTLSTests", dependencies: ["ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims", "ATSTestSupport"]
         ),
         .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose", "ATSTLS", "ATSPolicy", "ATSTestSupport"]),
+        .testTarget(name: "ATSHTTP2Tests", dependencies: ["ATSHTTP2", "ATSTestSupport"]),
         .testTarget(
             name: "ATSProxyCoreTests",
             dependencies: ["ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSReport", "ATSTestSupport"]
