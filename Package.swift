@@ -78,6 +78,8 @@ let package = Package(
             name: "ATSReportTests", dependencies: ["ATSReport", "ATSProxyCore", "ATSPolicy", "ATSTestSupport"]
         ),
         .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore"]),
-        .testTarget(name: "ats-proxyTests", dependencies: ["ATSPolicy", "ATSTLS"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "ats-proxyTests", dependencies: ["ATSPolicy", "ATSTLS", "ATSTestSupport"], exclude: ["Fixtures"]
+        ),
     ]
 )

@@ -2,10 +2,13 @@ import ATSPolicy
 import ATSTLS
 import Foundation
 
-/// The certificates the tests mint once per process: a private root (the "user-installed" proxy
-/// root of the tests), an intermediate, shared keys, and helpers for every broken leaf the matrix
-/// needs. Nothing is committed; everything expires with the process.
-public enum TestPKI {
+/// The certificates of the tests, minted in-process; nothing is committed and nothing outlives the
+/// run. Two uses share it:
+/// - in memory (the static members): one private root (the "user-installed" proxy root of the
+///   tests), an intermediate, shared keys, and helpers for every broken leaf the TLS matrix needs;
+/// - on disk (an instance): a CA of its own and the leaves it signs, written as PEM files into a
+///   `TemporaryDirectory`, for tests that hand certificates to child processes (ats-proxy, origins).
+public struct TestPKI {
     public static let host = "ats.test"
     public static let now = Date()
 
@@ -89,5 +92,47 @@ public enum TestPKI {
     /// The upstream client of the tests (trusting only the test root).
     public static func client(ctLogs: CTLogStore? = nil) -> UpstreamTLSClient {
         UpstreamTLSClient(trust: trust, ctLogs: ctLogs)
+    }
+
+    // MARK: - A CA on disk
+
+    public let authority: CertificateAuthority
+    public let caPath: String
+    public let directory: TemporaryDirectory
+
+    public init(name: String, directory: TemporaryDirectory) throws {
+        self.directory = directory
+        authority = try CertificateAuthority.generate(hostName: name)
+        caPath = directory.file("\(name)-ca.pem")
+        try Data(try authority.certificate.pemBytes()).write(to: URL(fileURLWithPath: caPath))
+    }
+
+    public struct Leaf {
+        public let certificatePath: String
+        public let keyPath: String
+        public let certificate: Certificate
+        /// Base64 SHA-256 of the SubjectPublicKeyInfo (NSPinnedLeafIdentities' SPKI-SHA256-BASE64).
+        public var spkiBase64: String { certificate.spkiSHA256.base64EncodedString() }
+    }
+
+    public func leaf(
+        _ names: [String], file: String, key kind: PrivateKey.Kind = .p256,
+        customize: (inout CertificateSpec) -> Void = { _ in }
+    ) throws -> Leaf {
+        let key = try PrivateKey.generate(kind)
+        let now = Date()
+        var spec = CertificateSpec(
+            notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(200 * 86400))
+        spec.commonName = names.first
+        spec.dnsNames = names
+        spec.ipAddresses = []
+        customize(&spec)
+        let certificate = try CertificateMinter.mint(
+            spec, subjectKey: key, issuer: authority.certificate, issuerKey: authority.privateKey)
+        let certificatePath = directory.file("\(file).pem")
+        let keyPath = directory.file("\(file)-key.pem")
+        try Data(try certificate.pemBytes()).write(to: URL(fileURLWithPath: certificatePath))
+        try Data(try key.pemBytes()).write(to: URL(fileURLWithPath: keyPath))
+        return Leaf(certificatePath: certificatePath, keyPath: keyPath, certificate: certificate)
     }
 }
