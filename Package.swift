@@ -2,7 +2,19 @@
 import PackageDescription
 
 /// ats-proxy: an explicit HTTP proxy that enforces Apple's App Transport Security.
-/// Layering (see shared/ARCHITECTURE.md): ats-proxy → ATSProxyIO → ATSProxyCore → {ATSPolicy, ATSTLS, ATSHTTP2}.
+///
+/// Layering (each module sees only those below it; C modules are imported `internal`, so no C type
+/// crosses a Swift module boundary):
+/// - ats-proxy (the command line) → ATSProxyIO, ATSReport, ATSDiagnose and everything below;
+/// - ATSProxyIO: event loops, sockets, resolver, upstream pool → ATSProxyCore, CATSPoll;
+/// - ATSReport: report.json/html, JUnit, minimal Info.plist dictionary → ATSProxyCore, ATSPolicy;
+/// - ATSDiagnose: the `diagnose` matrix (nscurl --ats-diagnostics) → ATSTLS, ATSPolicy;
+/// - ATSProxyCore: the sans-io proxy (no sockets, no files) → ATSPolicy, ATSTLS, ATSHTTP2;
+/// - ATSTLS: the only OpenSSL user → ATSPolicy, COpenSSL, COpenSSLShims;
+/// - ATSHTTP2: the only nghttp2 user → CNGHTTP2;
+/// - ATSPolicy: pure Swift ATS model and evaluator (no C);
+/// - CATSPoll: the epoll/kqueue poller and socket shims in C, apart from OpenSSL.
+/// ATSTestSupport (under Tests/) holds helpers shared by test targets; only test targets use it.
 
 /// Release builds of the modules on the request path drop the dynamic exclusivity checks: the compiler's
 /// static checks still run, and debug builds (the tests) keep the dynamic ones. Measured with
