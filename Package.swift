@@ -2,7 +2,19 @@
 import PackageDescription
 
 /// ats-proxy: an explicit HTTP proxy that enforces Apple's App Transport Security.
-/// Layering (see shared/ARCHITECTURE.md): ats-proxy → ATSProxyIO → ATSProxyCore → {ATSPolicy, ATSTLS, ATSHTTP2}.
+///
+/// Layering (each module sees only those below it; C modules are imported `internal`, so no C type
+/// crosses a Swift module boundary):
+/// - ats-proxy (the command line) → ATSProxyIO, ATSReport, ATSDiagnose and everything below;
+/// - ATSProxyIO: event loops, sockets, resolver, upstream pool → ATSProxyCore, CATSPoll;
+/// - ATSReport: report.json/html, JUnit, minimal Info.plist dictionary → ATSProxyCore, ATSPolicy;
+/// - ATSDiagnose: the `diagnose` matrix (nscurl --ats-diagnostics) → ATSTLS, ATSPolicy;
+/// - ATSProxyCore: the sans-io proxy (no sockets, no files) → ATSPolicy, ATSTLS, ATSHTTP2;
+/// - ATSTLS: the only OpenSSL user → ATSPolicy, COpenSSL, COpenSSLShims;
+/// - ATSHTTP2: the only nghttp2 user → CNGHTTP2;
+/// - ATSPolicy: pure Swift ATS model and evaluator (no C);
+/// - CATSPoll: the epoll/kqueue poller and socket shims in C, apart from OpenSSL.
+/// ATSTestSupport (under Tests/) holds helpers shared by test targets; only test targets use it.
 
 /// Release builds of the modules on the request path drop the dynamic exclusivity checks: the compiler's
 /// static checks still run, and debug builds (the tests) keep the dynamic ones. Measured with
@@ -35,6 +47,7 @@ let package = Package(
             providers: [.apt(["libnghttp2-dev"]), .brew(["libnghttp2"])]
         ),
         .target(name: "COpenSSLShims", dependencies: ["COpenSSL"]),
+        .target(name: "CATSPoll"),
         .target(
             name: "ATSPolicy",
             dependencies: [.product(name: "ZIPFoundation", package: "ZIPFoundation")]
@@ -42,23 +55,43 @@ let package = Package(
         .target(name: "ATSTLS", dependencies: ["ATSPolicy", "COpenSSL", "COpenSSLShims"], swiftSettings: hotPath),
         .target(name: "ATSHTTP2", dependencies: ["CNGHTTP2"], swiftSettings: hotPath),
         .target(name: "ATSProxyCore", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2"], swiftSettings: hotPath),
+        .target(name: "ATSReport", dependencies: ["ATSPolicy", "ATSProxyCore"]),
+        .target(name: "ATSDiagnose", dependencies: ["ATSPolicy", "ATSTLS"]),
         .target(
             name: "ATSProxyIO",
-            dependencies: ["ATSProxyCore", "COpenSSLShims", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ATSProxyCore", "CATSPoll", .product(name: "Logging", package: "swift-log")],
             swiftSettings: hotPath
         ),
         .executableTarget(
             name: "ats-proxy",
             dependencies: [
-                "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO",
+                "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO", "ATSReport", "ATSDiagnose",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Helpers shared by several test targets (test PKI, in-memory TLS pumps, report fixtures);
+        // only test targets depend on it.
+        .target(
+            name: "ATSTestSupport", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2"],
+            path: "Tests/ATSTestSupport"
+        ),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], exclude: ["Golden"]),
-        .testTarget(name: "ATSTLSTests", dependencies: ["ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims"]),
-        .testTarget(name: "ATSProxyCoreTests", dependencies: ["ATSProxyCore", "ATSPolicy", "ATSTLS"]),
+        .testTarget(
+            name: "ATSTLSTests", dependencies: ["ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims", "ATSTestSupport"]
+        ),
+        .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose", "ATSTLS", "ATSPolicy", "ATSTestSupport"]),
+        .testTarget(name: "ATSHTTP2Tests", dependencies: ["ATSHTTP2", "ATSTestSupport"]),
+        .testTarget(
+            name: "ATSProxyCoreTests",
+            dependencies: ["ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSReport", "ATSTestSupport"]
+        ),
+        .testTarget(
+            name: "ATSReportTests", dependencies: ["ATSReport", "ATSProxyCore", "ATSPolicy", "ATSTestSupport"]
+        ),
         .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore"]),
-        .testTarget(name: "ats-proxyTests", dependencies: ["ATSPolicy", "ATSTLS"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "ats-proxyTests", dependencies: ["ATSPolicy", "ATSTLS", "ATSTestSupport"], exclude: ["Fixtures"]
+        ),
     ]
 )

@@ -1,4 +1,4 @@
-import CNGHTTP2
+internal import CNGHTTP2
 
 /// nghttp2 callbacks: capture-free `@convention(c)` trampolines that find their `HTTP2Session` through the
 /// `Unmanaged` user data, and the instance methods they call. They run synchronously inside the session's own

@@ -1,4 +1,4 @@
-import CNGHTTP2
+internal import CNGHTTP2
 
 /// One HTTP/2 connection endpoint (server or client role), sans-io: the owner feeds received bytes with
 /// `receive(_:now:)`, sends whatever `takeOutbound()` returns, and reacts to `HTTP2Event`s.

@@ -1,4 +1,4 @@
-import CNGHTTP2
+internal import CNGHTTP2
 
 /// Facts about the linked nghttp2 library. The only module that imports nghttp2 is this one.
 public enum NGHTTP2Library {

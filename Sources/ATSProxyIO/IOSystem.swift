@@ -1,4 +1,4 @@
-import COpenSSLShims
+internal import CATSPoll
 
 #if canImport(Glibc)
     import Glibc

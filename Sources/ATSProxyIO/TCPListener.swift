@@ -1,4 +1,4 @@
-import COpenSSLShims
+internal import CATSPoll
 import Foundation
 import Logging
 

@@ -1,5 +1,5 @@
-import COpenSSL
-import COpenSSLShims
+internal import COpenSSL
+internal import COpenSSLShims
 import Foundation
 
 /// One Certificate Transparency log: a name and its public key (DER SubjectPublicKeyInfo).

@@ -1,6 +1,6 @@
 import ATSPolicy
-import COpenSSL
-import COpenSSLShims
+internal import COpenSSL
+internal import COpenSSLShims
 import Foundation
 
 /// Owns one `X509`. Immutable after creation (minting finishes before the value is handed

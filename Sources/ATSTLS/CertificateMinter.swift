@@ -1,6 +1,6 @@
 import ATSPolicy
-import COpenSSL
-import COpenSSLShims
+internal import COpenSSL
+internal import COpenSSLShims
 import Foundation
 
 /// Everything that varies between the certificates this module mints: the proxy's CA, its

@@ -1,6 +1,6 @@
 import ATSPolicy
-import COpenSSL
-import COpenSSLShims
+internal import COpenSSL
+internal import COpenSSLShims
 import Foundation
 
 /// Everything ATS judges about one certificate, read once with OpenSSL.

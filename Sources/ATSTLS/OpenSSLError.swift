@@ -1,5 +1,5 @@
-import COpenSSL
-import COpenSSLShims
+internal import COpenSSL
+internal import COpenSSLShims
 
 /// One entry of OpenSSL's per-thread error queue, copied out so it can travel in a Swift error.
 public struct OpenSSLErrorEntry: Sendable, Hashable, CustomStringConvertible {

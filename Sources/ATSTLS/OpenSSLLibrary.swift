@@ -1,5 +1,5 @@
-import COpenSSL
-import COpenSSLShims
+internal import COpenSSL
+internal import COpenSSLShims
 
 /// Facts about the linked OpenSSL library. `ATSTLS` is the only module that imports OpenSSL.
 public enum OpenSSLLibrary {

@@ -1,5 +1,5 @@
-import COpenSSL
-import COpenSSLShims
+internal import COpenSSL
+internal import COpenSSLShims
 
 /// The kind and size of a key, as ATS judges it.
 public enum KeyAlgorithm: Sendable, Hashable, CustomStringConvertible {

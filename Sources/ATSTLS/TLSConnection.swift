@@ -1,6 +1,6 @@
 import ATSPolicy
-import COpenSSL
-import COpenSSLShims
+internal import COpenSSL
+internal import COpenSSLShims
 
 #if canImport(Glibc)
     import Glibc
@@ -33,6 +33,12 @@ public struct TLSFailure: Error, Sendable, Hashable, CustomStringConvertible {
     public let reason: Reason
     /// The OpenSSL error queue drained at the failure.
     public let errors: [OpenSSLErrorEntry]
+
+    /// A failure with `reason` and the OpenSSL errors seen with it.
+    public init(reason: Reason, errors: [OpenSSLErrorEntry]) {
+        self.reason = reason
+        self.errors = errors
+    }
 
     public var description: String {
         let detail = errors.map(\.text).joined(separator: "; ")

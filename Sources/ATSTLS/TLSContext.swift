@@ -1,6 +1,6 @@
 import ATSPolicy
-import COpenSSL
-import COpenSSLShims
+internal import COpenSSL
+internal import COpenSSLShims
 
 /// Which side of the handshake a context or connection plays.
 public enum TLSRole: Sendable, Hashable {

@@ -1,5 +1,5 @@
-import COpenSSL
-import COpenSSLShims
+internal import COpenSSL
+internal import COpenSSLShims
 import Foundation
 
 /// Where a verified chain ends.

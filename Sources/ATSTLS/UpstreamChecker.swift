@@ -91,7 +91,9 @@ public struct UpstreamChecker: Sendable {
         return verdict
     }
 
-    func needsProbe(_ verdict: UpstreamVerdict) -> Bool {
+    /// Whether `verdict` failed in a way only a probe of the server's offer can explain (a
+    /// handshake alert or no common version/cipher). Public for `ats-proxy diagnose` (ATSDiagnose).
+    public func needsProbe(_ verdict: UpstreamVerdict) -> Bool {
         guard case .handshake(let failure) = verdict.attemptFailure else { return false }
         switch failure.reason {
         case .receivedAlert(40), .receivedAlert(70), .noCommonVersion, .noCommonCipher: return true
@@ -156,7 +158,8 @@ public struct UpstreamChecker: Sendable {
         return client.summarize(connection, host: host, time: clock()).cipher.ianaName
     }
 
-    static func list(_ items: [String]) -> String {
+    /// `items` as an English list ("a", "a and b", "a, b and c"). Public for ATSDiagnose.
+    public static func list(_ items: [String]) -> String {
         switch items.count {
         case 0: ""
         case 1: items[0]

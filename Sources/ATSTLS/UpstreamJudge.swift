@@ -1,5 +1,5 @@
 import ATSPolicy
-import COpenSSL
+internal import COpenSSL
 import Foundation
 
 /// A certificate-trust problem, in ATS's terms (reference §3.1, §3.2, §3.4).

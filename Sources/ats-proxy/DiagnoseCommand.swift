@@ -1,4 +1,6 @@
+import ATSDiagnose
 import ATSPolicy
+import ATSProxyCore
 import ATSProxyIO
 import ATSTLS
 import ArgumentParser
@@ -69,8 +71,8 @@ struct DiagnoseCommand: ParsableCommand {
             var appPolicy: PolicyContext?
             if policy.config != nil {
                 let loaded = try policy.loadSource()
-                let configuration = ATSConfigurationParser(options: policy.parseOptions).parse(loaded.atsValue)
-                appPolicy = PolicyContext(configuration: configuration, options: options)
+                let snapshot = PolicyStore.Snapshot(loaded: loaded, parseOptions: policy.parseOptions, options: options)
+                appPolicy = PolicyContext(configuration: snapshot.evaluator.configuration, options: options)
             }
             let transport = UpstreamProbeTransport(
                 host: target.host, port: UInt16(target.port), overrides: overrides, timeout: timeout)

@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSProxyCore
 import ArgumentParser
 import Foundation
 
@@ -40,9 +41,10 @@ struct ExplainCommand: ParsableCommand {
     func run() throws {
         do {
             let loaded = try policy.loadSource()
-            let configuration = ATSConfigurationParser(options: policy.parseOptions).parse(loaded.atsValue)
             let options = try policy.evaluationOptions()
-            let evaluator = ATSEvaluator(configuration: configuration, options: options)
+            let evaluator = PolicyStore.Snapshot(loaded: loaded, parseOptions: policy.parseOptions, options: options)
+                .evaluator
+            let configuration = evaluator.configuration
             let uuid = UUID()
             var explained: [ExplainedDecision] = []
             for (index, url) in urls.enumerated() {

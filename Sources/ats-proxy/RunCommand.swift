@@ -1,6 +1,7 @@
 import ATSPolicy
 import ATSProxyCore
 import ATSProxyIO
+import ATSReport
 import ATSTLS
 import ArgumentParser
 import Foundation
@@ -201,10 +202,7 @@ struct ProxyOptions: ParsableArguments {
     }
 
     func makeSnapshot(_ loaded: LoadedInfoPlist) throws -> PolicyStore.Snapshot {
-        let configuration = ATSConfigurationParser(options: policy.parseOptions).parse(loaded.atsValue)
-        let evaluator = ATSEvaluator(configuration: configuration, options: try policy.evaluationOptions())
-        return PolicyStore.Snapshot(
-            evaluator: evaluator, sourceSummary: loaded.summary, processName: loaded.processName)
+        PolicyStore.Snapshot(loaded: loaded, parseOptions: policy.parseOptions, options: try policy.evaluationOptions())
     }
 
     func loadAuthority() throws -> (CertificateAuthority, String) {
@@ -317,16 +315,15 @@ struct ProxyOptions: ParsableArguments {
         watcher.watch(SIGHUP) {
             do {
                 let loaded = try reloadPolicy.loadSource()
-                let configuration = ATSConfigurationParser(options: reloadPolicy.parseOptions).parse(loaded.atsValue)
-                let evaluator = ATSEvaluator(
-                    configuration: configuration, options: try reloadPolicy.evaluationOptions())
                 let snapshot = PolicyStore.Snapshot(
-                    evaluator: evaluator, sourceSummary: loaded.summary, processName: loaded.processName)
+                    loaded: loaded, parseOptions: reloadPolicy.parseOptions,
+                    options: try reloadPolicy.evaluationOptions())
+                let evaluator = snapshot.evaluator
                 services.policy.replace(with: snapshot)
                 launched.report?.updatePolicy(
                     SessionReport.Policy(
-                        configuration: configuration, options: evaluator.options, sourceSummary: loaded.summary,
-                        source: loaded))
+                        configuration: evaluator.configuration, options: evaluator.options,
+                        sourceSummary: loaded.summary, source: loaded))
                 log.note("reloaded \(loaded.summary)")
             } catch {
                 log.note("reload failed, keeping the previous policy: \(error)")

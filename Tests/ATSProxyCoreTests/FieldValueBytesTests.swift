@@ -1,4 +1,5 @@
 import ATSHTTP2
+import ATSTestSupport
 import Testing
 
 @testable import ATSProxyCore
@@ -27,7 +28,7 @@ import Testing
     }
 
     @Test func everyByteSequenceRoundTrips() {
-        var generator = HTTP1FuzzTests.SplitMix(state: 42)
+        var generator = SplitMix(state: 42)
         var sawValidMultiByte = false
         for _ in 0..<2_000 {
             let count = Int(generator.next() % 24)

@@ -1,3 +1,4 @@
+import ATSTestSupport
 import Testing
 
 @testable import ATSProxyCore
@@ -5,18 +6,6 @@ import Testing
 /// Deterministic mutation fuzzing: hostile variants of valid messages must never crash the parser,
 /// and the events must not depend on how the bytes were split into chunks.
 @Suite struct HTTP1FuzzTests {
-    /// A tiny deterministic generator (SplitMix64) so failures reproduce.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var value = state
-            value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-            return value ^ (value >> 31)
-        }
-    }
-
     /// Bytes that matter to HTTP/1 framing, favoured by the mutator.
     static let interesting: [UInt8] = Array("\r\n :;,\"\\\t0fF-xX".utf8) + [0, 0x7F, 0x80, 0xFF]
 

@@ -1,6 +1,7 @@
 import ATSHTTP2
 import ATSPolicy
 import ATSTLS
+import ATSTestSupport
 import Foundation
 import Testing
 

@@ -1,9 +1,11 @@
 import ATSPolicy
 import ATSTLS
+import ATSTestSupport
 import Foundation
 import Testing
 
 @testable import ATSProxyCore
+@testable import ATSReport
 
 /// The report fed with records a real `ProxySession` logged (pumped in memory, no sockets).
 @Suite struct SessionReportSessionTests {

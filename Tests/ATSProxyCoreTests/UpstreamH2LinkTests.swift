@@ -1,5 +1,6 @@
 import ATSHTTP2
 import ATSTLS
+import ATSTestSupport
 import Testing
 
 @testable import ATSProxyCore

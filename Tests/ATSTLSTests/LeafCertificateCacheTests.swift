@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSTestSupport
 import COpenSSL
 import Dispatch
 import Foundation

@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSTestSupport
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import ATSTLS
+import ATSTestSupport
 import Foundation
 import Testing
 

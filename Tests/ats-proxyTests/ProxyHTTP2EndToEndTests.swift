@@ -1,3 +1,4 @@
+import ATSTestSupport
 import Foundation
 import Testing
 

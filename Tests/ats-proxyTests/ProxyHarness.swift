@@ -1,4 +1,5 @@
 import ATSTLS
+import ATSTestSupport
 import Foundation
 import Testing
 
@@ -106,28 +107,6 @@ enum E2E {
     }
 }
 
-/// A directory under the system temp dir, removed when released.
-final class TemporaryDirectory: @unchecked Sendable {
-    let url: URL
-    var path: String { url.path }
-
-    init(_ label: String) throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "ats-e2e-\(label)-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func file(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    func write(_ name: String, _ text: String) throws -> String {
-        let path = file(name)
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        return path
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
-
 /// A child process with stdout and stderr captured in files; `stop()` kills it by PID.
 final class Child: @unchecked Sendable {
     let process = Process()
@@ -172,51 +151,6 @@ final class Child: @unchecked Sendable {
     }
 
     deinit { stop() }
-}
-
-// MARK: - Certificates
-
-/// A test PKI minted in-process with ATSTLS: a CA and leaves it signs, as PEM files in a temp dir.
-struct TestPKI {
-    let authority: CertificateAuthority
-    let caPath: String
-    let directory: TemporaryDirectory
-
-    init(name: String, directory: TemporaryDirectory) throws {
-        self.directory = directory
-        authority = try CertificateAuthority.generate(hostName: name)
-        caPath = directory.file("\(name)-ca.pem")
-        try Data(try authority.certificate.pemBytes()).write(to: URL(fileURLWithPath: caPath))
-    }
-
-    struct Leaf {
-        let certificatePath: String
-        let keyPath: String
-        let certificate: Certificate
-        /// Base64 SHA-256 of the SubjectPublicKeyInfo (NSPinnedLeafIdentities' SPKI-SHA256-BASE64).
-        var spkiBase64: String { certificate.spkiSHA256.base64EncodedString() }
-    }
-
-    func leaf(
-        _ names: [String], file: String, key kind: PrivateKey.Kind = .p256,
-        customize: (inout CertificateSpec) -> Void = { _ in }
-    ) throws -> Leaf {
-        let key = try PrivateKey.generate(kind)
-        let now = Date()
-        var spec = CertificateSpec(
-            notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(200 * 86400))
-        spec.commonName = names.first
-        spec.dnsNames = names
-        spec.ipAddresses = []
-        customize(&spec)
-        let certificate = try CertificateMinter.mint(
-            spec, subjectKey: key, issuer: authority.certificate, issuerKey: authority.privateKey)
-        let certificatePath = directory.file("\(file).pem")
-        let keyPath = directory.file("\(file)-key.pem")
-        try Data(try certificate.pemBytes()).write(to: URL(fileURLWithPath: certificatePath))
-        try Data(try key.pemBytes()).write(to: URL(fileURLWithPath: keyPath))
-        return Leaf(certificatePath: certificatePath, keyPath: keyPath, certificate: certificate)
-    }
 }
 
 // MARK: - Origin servers

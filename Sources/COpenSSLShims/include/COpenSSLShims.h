@@ -9,7 +9,6 @@
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
 #include <stdint.h>
-#include "ATSPollShims.h"
 
 /** OPENSSL_VERSION_NUMBER re-exported as a constant Swift can read. */
 static const unsigned long ats_OPENSSL_VERSION_NUMBER = OPENSSL_VERSION_NUMBER;

@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSProxyCore
 import Foundation
 
 /// One distinct load the session saw, reduced to what the minimal dictionary and its round trip

@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSTLS
 import Foundation
 
 /// A value of the ATS dictionary as nscurl prints it (NSDictionary's description format).

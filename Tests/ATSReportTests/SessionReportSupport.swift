@@ -1,11 +1,14 @@
 import ATSPolicy
+import ATSTestSupport
 import Foundation
 import Testing
 
 @testable import ATSProxyCore
+@testable import ATSReport
 
-/// Builders and helpers shared by the session-report tests.
-enum ReportFixtures {
+/// Builders and helpers shared by the session-report tests (the policy round-trip helpers live in
+/// ATSTestSupport, shared with the ProxySession report test).
+extension ReportFixtures {
     static let start = Date(timeIntervalSince1970: 1_790_000_000)
 
     /// A record as the proxy logs it; only the fields the report reads are meaningful.
@@ -48,42 +51,6 @@ enum ReportFixtures {
             clock: { start })
         for record in records { report.record(record) }
         return report
-    }
-
-    /// Parses the pasted fragment back the way Xcode would read it: wrapped in a plist root,
-    /// through `PropertyListSerialization`, then `ATSConfigurationParser`.
-    static func parseFragment(_ fragment: String) throws -> ATSConfiguration {
-        let document = """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-            <plist version="1.0">
-            <dict>
-            \(fragment)
-            </dict>
-            </plist>
-            """
-        let object = try PropertyListSerialization.propertyList(from: Data(document.utf8), format: nil)
-        let root = try #require(PlistValue(foundation: object).dictionaryValue)
-        let ats = try #require(root[ATSKey.root])
-        return ATSConfigurationParser().parse(ats)
-    }
-
-    /// Whether `url` is allowed under `configuration` given what the server offers: cleartext
-    /// allowed, or the HTTPS minimum at most `serverVersion` and forward secrecy waived when
-    /// `staticRSA`.
-    static func allows(
-        _ configuration: ATSConfiguration, _ url: String, serverVersion: TLSProtocolVersion = .tls13,
-        staticRSA: Bool = false, options: EvaluationOptions = EvaluationOptions()
-    ) throws -> Bool {
-        let target = try RequestTarget(parsing: url)
-        let decision = ATSEvaluator(configuration: configuration, options: options).evaluate(target)
-        switch decision.outcome {
-        case .cleartextBlocked: return false
-        case .cleartextAllowed: return true
-        case .https:
-            return decision.requirements.minimumVersion <= serverVersion
-                && !(staticRSA && decision.requirements.forwardSecrecyRequired)
-        }
     }
 
     /// The package root (for `.build/test-artifacts`).

@@ -9,9 +9,9 @@ import Synchronization
 /// A loopback fixture server on 127.0.0.1, port 0, serving one connection at a time on its own
 /// thread. It stops when `stop()` is called or after `idleLimit` seconds without a connection,
 /// so a failed test never leaves it running.
-final class TestServer: Sendable {
+public final class TestServer: Sendable {
     /// What the server does with each accepted connection.
-    enum Behaviour: Sendable {
+    public enum Behaviour: Sendable {
         /// Complete a TLS handshake with this context, then wait for the client to close.
         case tls(TLSContext)
         /// Accept and never answer.
@@ -22,14 +22,14 @@ final class TestServer: Sendable {
         case reply([UInt8])
     }
 
-    let port: UInt16
+    public let port: UInt16
     private let listener: Int32
     private let behaviour: Behaviour
     private let stopped = Atomic<Bool>(false)
-    let handshakes = Atomic<Int>(0)
+    public let handshakes = Atomic<Int>(0)
     private let idleLimit: TimeInterval
 
-    init(_ behaviour: Behaviour, idleLimit: TimeInterval = 20) throws {
+    public init(_ behaviour: Behaviour, idleLimit: TimeInterval = 20) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -55,9 +55,9 @@ final class TestServer: Sendable {
         thread.start()
     }
 
-    func stop() { stopped.store(true, ordering: .relaxed) }
+    public func stop() { stopped.store(true, ordering: .relaxed) }
 
-    var transport: LoopbackTransport { LoopbackTransport(port: port) }
+    public var transport: LoopbackTransport { LoopbackTransport(port: port) }
 
     private func run() {
         var idleSince = Date()

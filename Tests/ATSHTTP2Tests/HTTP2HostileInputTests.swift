@@ -1,4 +1,5 @@
 import ATSHTTP2
+import ATSTestSupport
 import Testing
 
 /// Hand-crafted hostile input against a server (and one client) `HTTP2Session`: each case must end in the right

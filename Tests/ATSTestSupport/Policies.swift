@@ -4,8 +4,8 @@ import Foundation
 
 /// Policy builders for the tests: the default (empty) dictionary, NSAllowsArbitraryLoads, and
 /// single exception entries for the test host.
-enum Policies {
-    static func make(
+public enum Policies {
+    public static func make(
         _ configure: (inout ATSConfiguration) -> Void = { _ in }, platform: String = "ios:18.0",
         options configureOptions: (inout EvaluationOptions) -> Void = { _ in }
     ) -> PolicyContext {
@@ -16,10 +16,10 @@ enum Policies {
         return PolicyContext(configuration: configuration, options: options)
     }
 
-    static let standard = make()
-    static let arbitraryLoads = make { $0.allowsArbitraryLoads = .value(true) }
+    public static let standard = make()
+    public static let arbitraryLoads = make { $0.allowsArbitraryLoads = .value(true) }
 
-    static func exception(
+    public static func exception(
         minimumTLS: TLSProtocolVersion? = nil, forwardSecrecy: Bool = true, insecureHTTP: Bool = false,
         trustOverride: Bool = false, platform: String = "ios:18.0"
     ) -> PolicyContext {
@@ -37,7 +37,7 @@ enum Policies {
             options: { options in if trustOverride { options.trustOverrideHosts = [TestPKI.host] } })
     }
 
-    static func pinned(leaf: [Data]? = nil, ca: [Data]? = nil) -> PolicyContext {
+    public static func pinned(leaf: [Data]? = nil, ca: [Data]? = nil) -> PolicyContext {
         make { configuration in
             var entry = PinnedDomain(key: TestPKI.host)
             if let leaf { entry.leafIdentities = PinList(digests: leaf) }
@@ -48,7 +48,7 @@ enum Policies {
 }
 
 /// Runs the full check of the test host against `server` under `policy`.
-func check(
+public func check(
     _ server: TestServer, _ policy: PolicyContext, ctLogs: CTLogStore? = nil
 ) -> UpstreamVerdict {
     let checker = UpstreamChecker(client: TestPKI.client(ctLogs: ctLogs))
@@ -57,12 +57,12 @@ func check(
 }
 
 /// What a test expects of a verdict.
-enum Expectation: Sendable, Equatable, CustomStringConvertible {
+public enum Expectation: Sendable, Equatable, CustomStringConvertible {
     case allowed
     case overridden
     case blocked(NSURLErrorCode, Int)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .allowed: "allowed"
         case .overridden: "allowed by trust override"
@@ -70,7 +70,7 @@ enum Expectation: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    static func of(_ verdict: UpstreamVerdict) -> Expectation {
+    public static func of(_ verdict: UpstreamVerdict) -> Expectation {
         switch verdict.outcome {
         case .allowed: return .allowed
         case .allowedByTrustOverride: return .overridden

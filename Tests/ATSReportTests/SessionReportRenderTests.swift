@@ -1,8 +1,10 @@
 import ATSPolicy
+import ATSTestSupport
 import Foundation
 import Testing
 
 @testable import ATSProxyCore
+@testable import ATSReport
 
 #if canImport(FoundationXML)
     import FoundationXML

@@ -1,7 +1,9 @@
 import ATSPolicy
+import ATSTestSupport
 import Foundation
 import Testing
 
+@testable import ATSDiagnose
 @testable import ATSTLS
 
 /// Tests for: ats-proxy diagnose: nscurl's format against loopback servers.

@@ -1,9 +1,9 @@
-@testable import ATSTLS
+import ATSTLS
 
 /// Pumps two engines back to back in memory until both finish their handshakes or one fails.
 /// Returns the failure of each side (nil = completed).
 @discardableResult
-func pumpHandshake(client: TLSConnection, server: TLSConnection, rounds: Int = 20) -> (
+public func pumpHandshake(client: TLSConnection, server: TLSConnection, rounds: Int = 20) -> (
     client: TLSFailure?, server: TLSFailure?
 ) {
     var clientDone: TLSFailure?? = nil

@@ -1,4 +1,5 @@
 import ATSHTTP2
+import ATSTestSupport
 import Testing
 
 /// Table-free checks of `HTTP2Message`: HTTP/1.1-style heads ↔ HTTP/2 header lists.

@@ -7,18 +7,18 @@ import Foundation
 
 /// A blocking TCP stream for tests: every receive waits at most `timeout` seconds.
 /// Owns its file descriptor; `deinit` closes it.
-final class TestSocketStream: HandshakeStream {
-    let fd: Int32
-    let timeout: TimeInterval
+public final class TestSocketStream: HandshakeStream {
+    public let fd: Int32
+    public let timeout: TimeInterval
 
-    init(fd: Int32, timeout: TimeInterval) {
+    public init(fd: Int32, timeout: TimeInterval) {
         self.fd = fd
         self.timeout = timeout
     }
 
     deinit { close(fd) }
 
-    func send(_ bytes: [UInt8]) throws(TransportFailure) {
+    public func send(_ bytes: [UInt8]) throws(TransportFailure) {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes {
@@ -32,7 +32,7 @@ final class TestSocketStream: HandshakeStream {
         }
     }
 
-    func receive() throws(TransportFailure) -> [UInt8] {
+    public func receive() throws(TransportFailure) -> [UInt8] {
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let ready = poll(&descriptor, 1, Int32(timeout * 1000))
         if ready == 0 { throw .timedOut }
@@ -43,7 +43,7 @@ final class TestSocketStream: HandshakeStream {
     }
 
     /// Waits until the peer closes (or `seconds` pass), discarding what it sends.
-    func drainUntilClosed(seconds: TimeInterval) {
+    public func drainUntilClosed(seconds: TimeInterval) {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -58,11 +58,16 @@ final class TestSocketStream: HandshakeStream {
 
 /// Connects to 127.0.0.1:port for every attempt (the host name in the URL only feeds SNI and
 /// certificate checks, like curl's --resolve).
-struct LoopbackTransport: HandshakeTransport {
-    let port: UInt16
-    var timeout: TimeInterval = 3
+public struct LoopbackTransport: HandshakeTransport {
+    public let port: UInt16
+    public var timeout: TimeInterval = 3
 
-    func connect() throws(TransportFailure) -> any HandshakeStream {
+    public init(port: UInt16, timeout: TimeInterval = 3) {
+        self.port = port
+        self.timeout = timeout
+    }
+
+    public func connect() throws(TransportFailure) -> any HandshakeStream {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw .other("socket failed") }
         var address = sockaddr_in()
@@ -84,12 +89,14 @@ struct LoopbackTransport: HandshakeTransport {
 }
 
 /// A transport whose name never resolves.
-struct UnresolvableTransport: HandshakeTransport {
-    func connect() throws(TransportFailure) -> any HandshakeStream { throw .nameNotResolved("test") }
+public struct UnresolvableTransport: HandshakeTransport {
+    public init() {}
+
+    public func connect() throws(TransportFailure) -> any HandshakeStream { throw .nameNotResolved("test") }
 }
 
 /// A loopback port nobody listens on (bound, then closed).
-func unusedPort() -> UInt16 {
+public func unusedPort() -> UInt16 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()

@@ -2,8 +2,9 @@
 #define ATS_POLL_SHIMS_H
 /* The readiness poller behind ATSProxyIO's event loops: epoll on Linux, kqueue on Darwin, behind
    one small interface (epoll's packed struct and kqueue's EV_SET macro do not import into Swift).
-   It lives in this target because it is the package's one C target compiled with _GNU_SOURCE
-   (accept4). Every call is a thin wrapper; errors are returned as -1 with errno set. */
+   It is a C target of its own (CATSPoll), apart from the OpenSSL shims, so the socket code sees
+   no OpenSSL headers; poll.c defines _GNU_SOURCE (accept4, pthread_setname_np, mallopt).
+   Every call is a thin wrapper; errors are returned as -1 with errno set. */
 #include <stdint.h>
 #include <sys/socket.h>
 

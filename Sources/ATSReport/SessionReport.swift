@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSProxyCore
 import Foundation
 import Synchronization
 

@@ -1,8 +1,10 @@
 import ATSPolicy
+import ATSTestSupport
 import Foundation
 import Testing
 
 @testable import ATSProxyCore
+@testable import ATSReport
 
 /// The minimal dictionary, its round trip through the policy engine, the comparison with the
 /// loaded configuration, and the accumulator.

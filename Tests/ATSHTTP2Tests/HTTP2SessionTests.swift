@@ -1,4 +1,5 @@
 import ATSHTTP2
+import ATSTestSupport
 import Testing
 
 /// Playbook tests of `HTTP2Session`: a client and a server session pumped back to back in memory.

@@ -4,26 +4,28 @@ import Testing
 /// A client and a server `HTTP2Session` wired back to back in memory. `pump()` moves bytes both ways until neither
 /// side has anything to send, recording every event and handing it to the per-side reaction closures, which may
 /// submit more commands. Single-threaded: one test owns one loopback.
-final class HTTP2Loopback {
-    let client: HTTP2Session
-    let server: HTTP2Session
+public final class HTTP2Loopback {
+    public let client: HTTP2Session
+    public let server: HTTP2Session
     /// Every event each side reported, in order.
-    var clientEvents: [HTTP2Event] = []
-    var serverEvents: [HTTP2Event] = []
+    public var clientEvents: [HTTP2Event] = []
+    public var serverEvents: [HTTP2Event] = []
     /// Whether received DATA is acknowledged at once (`consume`); false models a slow reader.
-    var clientConsumes = true
-    var serverConsumes = true
+    public var clientConsumes = true
+    public var serverConsumes = true
     /// Reactions to each side's events (run after the event is recorded).
-    var onServerEvent: (HTTP2Event) throws -> Void = { _ in }
-    var onClientEvent: (HTTP2Event) throws -> Void = { _ in }
+    public var onServerEvent: (HTTP2Event) throws -> Void = { _ in }
+    public var onClientEvent: (HTTP2Event) throws -> Void = { _ in }
 
-    init(client: HTTP2Configuration = HTTP2Configuration(), server: HTTP2Configuration = HTTP2Configuration()) throws {
+    public init(client: HTTP2Configuration = HTTP2Configuration(), server: HTTP2Configuration = HTTP2Configuration())
+        throws
+    {
         self.client = try HTTP2Session(role: .client, configuration: client)
         self.server = try HTTP2Session(role: .server, configuration: server)
     }
 
     /// Exchanges bytes until a round moves nothing and produces no event.
-    func pump(maxRounds: Int = 1_000_000) throws {
+    public func pump(maxRounds: Int = 1_000_000) throws {
         for _ in 0..<maxRounds {
             var progressed = false
             let toServer = client.takeOutbound()
@@ -67,7 +69,7 @@ final class HTTP2Loopback {
 extension HTTP2Event {
     /// Whether the event is part of a stream's message (head, body, trailers, end), as opposed to connection or
     /// lifecycle events. Total over the cases, so a new case has to be classified here.
-    var isMessagePart: Bool {
+    public var isMessagePart: Bool {
         switch self {
         case .headers, .data, .streamEnded:
             return true
@@ -79,12 +81,12 @@ extension HTTP2Event {
 }
 
 /// Deterministic test bodies: byte `i` of body `seed` is a mix of both, so swapped or shifted chunks differ.
-func testBody(seed: Int, count: Int) -> [UInt8] {
+public func testBody(seed: Int, count: Int) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: ($0 &* 31) ^ ($0 >> 8) ^ (seed &* 131)) }
 }
 
 /// A plain GET request head for `path`.
-func getRequest(_ path: String = "/", method: String = "GET") -> [HTTP2Header] {
+public func getRequest(_ path: String = "/", method: String = "GET") -> [HTTP2Header] {
     [
         HTTP2Header(":method", method), HTTP2Header(":scheme", "https"),
         HTTP2Header(":authority", "example.com"), HTTP2Header(":path", path),
@@ -93,12 +95,12 @@ func getRequest(_ path: String = "/", method: String = "GET") -> [HTTP2Header] {
 
 /// Hand-written HTTP/2 frames for hostile-input tests (test-only: the product never writes frames itself), and a
 /// parser for what a session sends back.
-enum RawH2 {
+public enum RawH2 {
     /// The client connection preface.
-    static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+    public static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
     /// One frame: 9-byte header + payload.
-    static func frame(type: UInt8, flags: UInt8 = 0, stream: UInt32, payload: [UInt8] = []) -> [UInt8] {
+    public static func frame(type: UInt8, flags: UInt8 = 0, stream: UInt32, payload: [UInt8] = []) -> [UInt8] {
         let length = UInt32(payload.count)
         return [
             UInt8(length >> 16 & 0xff), UInt8(length >> 8 & 0xff), UInt8(length & 0xff), type, flags,
@@ -107,7 +109,7 @@ enum RawH2 {
     }
 
     /// SETTINGS with `entries`.
-    static func settings(_ entries: [(UInt16, UInt32)] = []) -> [UInt8] {
+    public static func settings(_ entries: [(UInt16, UInt32)] = []) -> [UInt8] {
         var payload: [UInt8] = []
         for (id, value) in entries {
             payload += [UInt8(id >> 8), UInt8(id & 0xff)] + be32(value)
@@ -116,38 +118,40 @@ enum RawH2 {
     }
 
     /// SETTINGS ACK.
-    static let settingsAck = frame(type: 0x4, flags: 0x1, stream: 0)
+    public static let settingsAck = frame(type: 0x4, flags: 0x1, stream: 0)
 
     /// The preface and an empty SETTINGS: what a well-behaved client opens with.
-    static let clientStart = preface + settings() + settingsAck
+    public static let clientStart = preface + settings() + settingsAck
 
     /// HEADERS carrying `block`.
-    static func headers(stream: UInt32, block: [UInt8], endStream: Bool = true, endHeaders: Bool = true) -> [UInt8] {
+    public static func headers(stream: UInt32, block: [UInt8], endStream: Bool = true, endHeaders: Bool = true)
+        -> [UInt8]
+    {
         frame(type: 0x1, flags: (endStream ? 0x1 : 0) | (endHeaders ? 0x4 : 0), stream: stream, payload: block)
     }
 
     /// CONTINUATION carrying `block`.
-    static func continuation(stream: UInt32, block: [UInt8], endHeaders: Bool = false) -> [UInt8] {
+    public static func continuation(stream: UInt32, block: [UInt8], endHeaders: Bool = false) -> [UInt8] {
         frame(type: 0x9, flags: endHeaders ? 0x4 : 0, stream: stream, payload: block)
     }
 
     /// DATA.
-    static func data(stream: UInt32, _ bytes: [UInt8], endStream: Bool = false) -> [UInt8] {
+    public static func data(stream: UInt32, _ bytes: [UInt8], endStream: Bool = false) -> [UInt8] {
         frame(type: 0x0, flags: endStream ? 0x1 : 0, stream: stream, payload: bytes)
     }
 
     /// RST_STREAM with `code`.
-    static func rst(stream: UInt32, code: UInt32 = 0x8) -> [UInt8] {
+    public static func rst(stream: UInt32, code: UInt32 = 0x8) -> [UInt8] {
         frame(type: 0x3, stream: stream, payload: be32(code))
     }
 
     /// PUSH_PROMISE on `stream` promising `promised` with `block`.
-    static func pushPromise(stream: UInt32, promised: UInt32, block: [UInt8]) -> [UInt8] {
+    public static func pushPromise(stream: UInt32, promised: UInt32, block: [UInt8]) -> [UInt8] {
         frame(type: 0x5, flags: 0x4, stream: stream, payload: be32(promised) + block)
     }
 
     /// HPACK block of a GET for https://example.com/ (static-table indices), plus literal `extra` fields.
-    static func requestBlock(extra: [(String, String)] = []) -> [UInt8] {
+    public static func requestBlock(extra: [(String, String)] = []) -> [UInt8] {
         var block: [UInt8] = [0x82, 0x87, 0x84]  // :method GET, :scheme https, :path /
         block += [0x41] + hpackString("example.com")  // :authority, literal value, incremental indexing
         for (name, value) in extra { block += literal(name, value) }
@@ -155,12 +159,12 @@ enum RawH2 {
     }
 
     /// HPACK literal field without indexing, new name, no Huffman.
-    static func literal(_ name: String, _ value: String) -> [UInt8] {
+    public static func literal(_ name: String, _ value: String) -> [UInt8] {
         [0x00] + hpackString(name) + hpackString(value)
     }
 
     /// HPACK string: 7-bit-prefix length (H = 0) then the bytes.
-    static func hpackString(_ string: String) -> [UInt8] {
+    public static func hpackString(_ string: String) -> [UInt8] {
         let bytes = Array(string.utf8)
         var out: [UInt8] = []
         var length = bytes.count
@@ -179,19 +183,19 @@ enum RawH2 {
     }
 
     /// Big-endian 32-bit.
-    static func be32(_ value: UInt32) -> [UInt8] {
+    public static func be32(_ value: UInt32) -> [UInt8] {
         [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)]
     }
 
     /// A frame a session sent, as parsed by `RawH2.frames(in:)`.
-    struct Frame: Equatable {
-        let type: UInt8
-        let flags: UInt8
-        let stream: UInt32
-        let payload: [UInt8]
+    public struct Frame: Equatable {
+        public let type: UInt8
+        public let flags: UInt8
+        public let stream: UInt32
+        public let payload: [UInt8]
 
         /// The error code of a GOAWAY or RST_STREAM frame.
-        var errorCode: UInt32? {
+        public var errorCode: UInt32? {
             switch type {
             case 0x3 where payload.count >= 4: return word(at: 0)
             case 0x7 where payload.count >= 8: return word(at: 4)
@@ -205,7 +209,7 @@ enum RawH2 {
     }
 
     /// Splits a server's output (no preface) into frames.
-    static func frames(in bytes: [UInt8]) -> [Frame] {
+    public static func frames(in bytes: [UInt8]) -> [Frame] {
         var result: [Frame] = []
         var index = 0
         while index + 9 <= bytes.count {
@@ -222,18 +226,23 @@ enum RawH2 {
     }
 
     /// GOAWAY error codes in a server's output.
-    static func goAwayCodes(in bytes: [UInt8]) -> [UInt32] {
+    public static func goAwayCodes(in bytes: [UInt8]) -> [UInt32] {
         frames(in: bytes).filter { $0.type == 0x7 }.compactMap(\.errorCode)
     }
 
     /// (stream, code) of each RST_STREAM in a server's output.
-    static func resets(in bytes: [UInt8]) -> [RawReset] {
+    public static func resets(in bytes: [UInt8]) -> [RawReset] {
         frames(in: bytes).filter { $0.type == 0x3 }.map { RawReset(stream: $0.stream, code: $0.errorCode ?? 0) }
     }
 
     /// One RST_STREAM seen on the wire.
-    struct RawReset: Equatable {
-        let stream: UInt32
-        let code: UInt32
+    public struct RawReset: Equatable {
+        public let stream: UInt32
+        public let code: UInt32
+
+        public init(stream: UInt32, code: UInt32) {
+            self.stream = stream
+            self.code = code
+        }
     }
 }
