@@ -1235,6 +1235,8 @@ public struct ProxySession {
         exchange.retryHead = nil
         exchange.onReusedUpstream = false
         exchange.retried = true
+        // Only requests without a body are sent again: a fresh writer frames the (empty) body on the new upstream.
+        exchange.requestWriter = HTTP1BodyWriter(framing: .none)
         exchange.requestEncodingFinished = false
         pendingUpstream = []
         pendingParts = []
