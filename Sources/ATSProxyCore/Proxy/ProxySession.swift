@@ -1285,7 +1285,7 @@ public struct ProxySession {
         pendingUpstream = []
         pendingParts = []
         if wasProbe {
-            commands.append(.writeToClient(response.serialized(keepAlive: false)))
+            sendLocal(LocalResponse(response), keepAlive: false)
             self.exchange?.responseStatus = response.status
             self.exchange?.responseDone = true
             logExchange()
@@ -1333,23 +1333,38 @@ public struct ProxySession {
         exchange.responseStarted = true
         exchange.responseStatus = response.status
         exchange.responseHeaders = HTTP1Headers(response.headers.map { HTTP1Field(name: $0.name, value: $0.value) })
-        let bytes = response.serialized(keepAlive: exchange.clientKeepAlive)
-        exchange.bytesToClient += response.body.utf8.count
+        let local = LocalResponse(response)
+        exchange.bytesToClient += local.body.count
         exchange.responseDone = true
         exchange.upstreamKeepAlive = false
-        sendToClient(bytes)
+        sendLocal(local, keepAlive: exchange.clientKeepAlive)
         finishIfComplete()
+    }
+
+    /// Delivers a response the proxy makes itself: to a lane's stream as parts, to an HTTP/1.1 client as text.
+    private mutating func sendLocal(_ response: LocalResponse, keepAlive: Bool, headOnly: Bool = false) {
+        let parts = response.parts(keepAlive: keepAlive, headOnly: headOnly)
+        if isStreamSession {
+            for part in parts { respondToStream(part) }
+            return
+        }
+        var bytes: [UInt8] = []
+        for part in parts {
+            switch part {
+            case .response(let head, _): HTTP1Serializer.writeResponseHead(head, into: &bytes)
+            case .body(let slice): bytes.append(contentsOf: slice)
+            case .messageEnd: break
+            case .request, .trailers, .upgraded, .failed:
+                preconditionFailure("sendLocal: \(part) is not part of a local response")
+            }
+        }
+        sendToClient(bytes)
     }
 
     /// A response that is not part of an exchange (bad requests, loops); closes afterwards when
     /// `keepAlive` is false.
     private mutating func answerLocally(status: Int, reason: String, body: String, keepAlive: Bool) {
-        let bodyBytes = Array(body.utf8)
-        var head =
-            "HTTP/1.1 \(status) \(reason)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(bodyBytes.count)\r\n"
-        if !keepAlive { head += "Connection: close\r\n" }
-        head += "\r\n"
-        sendToClient(Array(head.utf8) + bodyBytes)
+        sendLocal(LocalResponse.text(status: status, reason: reason, body), keepAlive: keepAlive)
         if !keepAlive { close() }
     }
 
@@ -1368,7 +1383,7 @@ public struct ProxySession {
                 status: 405, reason: "Method Not Allowed", contentType: "text/plain; charset=utf-8", fileName: nil,
                 body: Array("ats-proxy: onboarding pages answer GET only\n".utf8))
         }
-        sendToClient(page.serialized(keepAlive: keepAlive, headOnly: head.method == "HEAD"))
+        sendLocal(LocalResponse(page), keepAlive: keepAlive, headOnly: head.method == "HEAD")
         if keepAlive { resumeParserIfIdle() } else { close() }
     }
 
