@@ -140,11 +140,9 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
             }
             if !upstreamBuffer.isEmpty {
                 if let lane = lanes[upstreamLane] {
-                    if let channel = lane.channel {
-                        channel.link.write(upstreamBuffer, channel: channel.id)
-                    } else {
-                        lane.upstream?.write(upstreamBuffer)
-                    }
+                    // A session on an HTTP/2 channel sends request parts (`sendToUpstreamChannel`), never bytes.
+                    assert(lane.channel == nil, "raw upstream bytes for a lane on an HTTP/2 channel")
+                    lane.upstream?.write(upstreamBuffer)
                 }
                 upstreamBuffer = []
             }
@@ -159,6 +157,12 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
                 if !clientBuffer.isEmpty || (!upstreamBuffer.isEmpty && upstreamLane != id) { flush() }
                 upstreamLane = id
                 if upstreamBuffer.isEmpty { upstreamBuffer = bytes } else { upstreamBuffer += bytes }
+            case .sendToUpstreamChannel(let parts):
+                flush()
+                if let channel = lanes[id]?.channel { channel.link.send(parts, channel: channel.id) }
+            case .respond:
+                preconditionFailure(
+                    "a connection's session never answers a stream part itself: lanes' go to the frontend")
             case .closeClient:
                 flush()
                 if id == 0 {
@@ -408,8 +412,8 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
 
     // MARK: - UpstreamChannelOwner
 
-    func channelBytes(lane: Int32, _ bytes: [UInt8]) {
-        run(lane: lane, .upstreamBytes(bytes))
+    func channelParts(lane: Int32, _ parts: [HTTP1Event]) {
+        run(lane: lane, .upstreamParts(parts))
     }
 
     func channelReset(lane id: Int32, code: HTTP2ErrorCode) {

@@ -4,8 +4,8 @@ import Dispatch
 
 /// The party a channel of a shared HTTP/2 link reports to: one lane of one `ProxyConnectionDriver`.
 protocol UpstreamChannelOwner: AnyObject {
-    /// HTTP/1.1 response bytes for the lane.
-    func channelBytes(lane: Int32, _ bytes: [UInt8])
+    /// Response parts for the lane's exchange.
+    func channelParts(lane: Int32, _ parts: [HTTP1Event])
     /// The channel is gone (stream reset, link failed or closed): like a reset upstream connection. `code` is the
     /// stream's error code (`INTERNAL_ERROR` when the link itself ended); `HTTP_1_1_REQUIRED` asks for HTTP/1.1.
     func channelReset(lane: Int32, code: HTTP2ErrorCode)
@@ -263,8 +263,9 @@ final class UpstreamLinkDriver: TCPConnectionHandler, @unchecked Sendable {
         return channel
     }
 
-    func write(_ bytes: [UInt8], channel: UpstreamH2Link.ChannelID) {
-        deliver(link.write(bytes, channel: channel))
+    /// Request parts of the channel's exchange, sent on the link.
+    func send(_ parts: [HTTP1Event], channel: UpstreamH2Link.ChannelID) {
+        deliver(link.send(parts, channel: channel))
     }
 
     func setReadingPaused(_ paused: Bool, channel: UpstreamH2Link.ChannelID) {
@@ -327,9 +328,9 @@ final class UpstreamLinkDriver: TCPConnectionHandler, @unchecked Sendable {
             case .open, .closing: connection.write(bytes)
             case .closed: break
             }
-        case .channelBytes(let channel, let bytes):
+        case .channelParts(let channel, let parts):
             guard let entry = owners[channel] else { return }
-            entry.owner?.channelBytes(lane: entry.lane, bytes)
+            entry.owner?.channelParts(lane: entry.lane, parts)
         case .channelReset(let channel, let code):
             guard let entry = owners.removeValue(forKey: channel) else { return }
             entry.owner?.channelReset(lane: entry.lane, code: code)

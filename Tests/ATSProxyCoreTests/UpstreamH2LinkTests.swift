@@ -46,13 +46,46 @@ final class H2LinkHarness {
             switch output {
             case .network(let bytes):
                 toOrigin += bytes
-            case .channelBytes(let channel, let bytes):
-                channelBytes[channel, default: []] += bytes
+            case .channelParts(let channel, let parts):
+                channelBytes[channel, default: []] += encodeForHTTP1Client(parts, channel: channel)
                 outputs.append(output)
             case .channelReset, .channelWritable, .closeConnection:
                 outputs.append(output)
             }
         }
+    }
+
+    /// Body writers of the responses being encoded, per channel; nil once the message ended.
+    private var responseWriters: [UpstreamH2Link.ChannelID: HTTP1BodyWriter] = [:]
+
+    /// Encodes a channel's response parts as HTTP/1.1 the way the proxy frames them for an HTTP/1.1 client (a body
+    /// that ends with its stream becomes chunked), so that the tests can read them with the HTTP/1.1 parser.
+    private func encodeForHTTP1Client(_ parts: [HTTP1Event], channel: UpstreamH2Link.ChannelID) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for part in parts {
+            switch part {
+            case .response(var head, let framing):
+                if head.reason.isEmpty { head.reason = HTTP1ReasonPhrase.standard(head.status) }
+                var writerFraming = framing
+                if framing == .untilClose {
+                    head.headers.append(name: "transfer-encoding", value: "chunked")
+                    writerFraming = .chunked
+                }
+                HTTP1Serializer.writeResponseHead(head, into: &bytes)
+                if head.status >= 200 { responseWriters[channel] = HTTP1BodyWriter(framing: writerFraming) }
+            case .body(let slice):
+                try? responseWriters[channel]?.write(slice, into: &bytes)
+            case .trailers(let trailers):
+                try? responseWriters[channel]?.finish(trailers: trailers, into: &bytes)
+                responseWriters[channel] = nil
+            case .messageEnd:
+                try? responseWriters[channel]?.finish(into: &bytes)
+                responseWriters[channel] = nil
+            case .request, .upgraded, .failed:
+                Issue.record("not a response part: \(part)")
+            }
+        }
+        return bytes
     }
 
     /// Exchanges bytes until a round moves nothing.
@@ -446,7 +479,7 @@ func bodyChecksum(_ bytes: [UInt8]) -> UInt64 {
         #expect(one.first?.complete == true && two.first?.complete == true)
         // The outputs really alternated between the channels.
         let order = h.outputs.compactMap { output -> UpstreamH2Link.ChannelID? in
-            if case .channelBytes(let channel, _) = output { channel } else { nil }
+            if case .channelParts(let channel, _) = output { channel } else { nil }
         }
         #expect(order.count >= 6)
         #expect(zip(order, order.dropFirst()).filter { $0 != $1 }.count >= 4)

@@ -242,11 +242,17 @@ public struct HTTP1Parser: Sendable {
                 let head = try HTTP1HeadParser.parseRequest(section)
                 framing = try HTTP1BodyFraming.forRequest(head)
                 events.append(.request(head, body: framing))
+                #if DEBUG
+                    HTTP1TextCounter.countParse()
+                #endif
             case .response:
                 guard let method = outstandingMethods.first else { throw HTTP1ParseError(.unexpectedResponse) }
                 let head = try HTTP1HeadParser.parseResponse(section)
                 framing = try HTTP1BodyFraming.forResponse(head, requestMethod: method)
                 events.append(.response(head, body: framing))
+                #if DEBUG
+                    HTTP1TextCounter.countParse()
+                #endif
                 if head.isInterim { return }
                 outstandingMethods.removeFirst()
             }

@@ -8,6 +8,9 @@ public enum HTTP1Serializer {
     /// Appends `method SP target SP version CRLF fields CRLF`. Use `HTTP1RequestHead.forOrigin()`
     /// first when sending an absolute-form request to an origin server.
     public static func writeRequestHead(_ head: HTTP1RequestHead, into buffer: inout [UInt8]) {
+        #if DEBUG
+            HTTP1TextCounter.countWrite()
+        #endif
         let target = head.target.description
         buffer.reserveCapacity(
             buffer.count + head.method.utf8.count + target.utf8.count + 13 + fieldsSize(head.headers))
@@ -23,6 +26,9 @@ public enum HTTP1Serializer {
 
     /// Appends `version SP status SP reason CRLF fields CRLF`.
     public static func writeResponseHead(_ head: HTTP1ResponseHead, into buffer: inout [UInt8]) {
+        #if DEBUG
+            HTTP1TextCounter.countWrite()
+        #endif
         buffer.reserveCapacity(buffer.count + head.reason.utf8.count + 15 + fieldsSize(head.headers))
         appendStatusLine(head, into: &buffer)
         appendFields(head.headers, into: &buffer)
@@ -35,6 +41,9 @@ public enum HTTP1Serializer {
         _ head: HTTP1ResponseHead, dropping filter: HTTP1ProxyHeaders.HopByHopFilter, appending extra: [HTTP1Field],
         into buffer: inout [UInt8]
     ) {
+        #if DEBUG
+            HTTP1TextCounter.countWrite()
+        #endif
         var size = fieldsSize(head.headers)
         for field in extra { size += field.name.utf8.count + field.value.utf8.count + 4 }
         buffer.reserveCapacity(buffer.count + head.reason.utf8.count + 15 + size)

@@ -382,12 +382,14 @@ final class HTTP2Frontend {
     private func translate(lane: Int32, _ commands: [ProxyCommand]) {
         for command in commands {
             switch command {
+            case .respond(let parts):
+                responseParts(lane: lane, parts)
             case .writeToClient(let bytes):
                 responseBytes(lane: lane, bytes)
             case .closeClient:
                 laneClosed(lane)
-            case .connectUpstream, .writeToUpstream, .closeUpstream, .armTimer, .cancelTimer, .releaseUpstream,
-                .promoteUpstream:
+            case .connectUpstream, .writeToUpstream, .sendToUpstreamChannel, .closeUpstream, .armTimer, .cancelTimer,
+                .releaseUpstream, .promoteUpstream:
                 output.commands.append(.stream(lane, command))
             case .pauseClientReads:
                 setReadsPaused(lane: lane, true)
@@ -451,10 +453,28 @@ final class HTTP2Frontend {
 
     // MARK: - Responses
 
-    /// HTTP/1.1 bytes the lane wrote for its client: parsed and re-framed as the stream's response.
+    /// HTTP/1.1 bytes the lane wrote for its client (its local answers: 403, 502, 504 with the `X-ATS-*` fields):
+    /// parsed and re-framed as the stream's response. Relayed responses arrive as parts (`responseParts`).
     private func responseBytes(lane: Int32, _ bytes: [UInt8]) {
-        guard let id = laneStream[lane], var stream = streams[id] else { return }
-        var pending = stream.responseParser.feed(bytes)[...]
+        guard let id = laneStream[lane], let stream = streams[id] else { return }
+        var parser = stream.responseParser
+        let events = parser.feed(bytes)
+        streams[id]!.responseParser = parser
+        respond(lane: lane, stream: id, events, parsed: true)
+    }
+
+    /// Response parts the lane relayed from its upstream: submitted as the stream's HEADERS, DATA and trailers.
+    private func responseParts(lane: Int32, _ parts: [HTTP1Event]) {
+        guard let id = laneStream[lane], streams[id] != nil else { return }
+        respond(lane: lane, stream: id, parts, parsed: false)
+    }
+
+    /// Submits response events for stream `id`. `parsed`: they come from the stream's HTTP/1.1 response parser,
+    /// which pauses after an interim response and must be resumed; parts from a lane carry no end after an interim
+    /// head.
+    private func respond(lane: Int32, stream id: Int32, _ events: [HTTP1Event], parsed: Bool) {
+        guard var stream = streams[id] else { return }
+        var pending = events[...]
         while let event = pending.popFirst() {
             switch event {
             case .response(let head, let framing):
@@ -485,7 +505,7 @@ final class HTTP2Frontend {
                 switch stream.response {
                 case .pending:
                     // The end of an interim (1xx) response: the final one follows.
-                    pending = (stream.responseParser.resume() + pending)[...]
+                    if parsed { pending = (stream.responseParser.resume() + pending)[...] }
                 case .streaming:
                     try? session.submitData(stream: id, bytes: [], endStream: true)
                     stream.response = .ended

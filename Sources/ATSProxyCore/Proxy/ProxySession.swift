@@ -67,6 +67,12 @@ public struct ProxySession {
         var kind: ExchangeKind
         var clientKeepAlive: Bool
         var requestWriter: HTTP1BodyWriter
+        /// How the client framed the request body: the framing of the request head part sent upstream.
+        var requestFraming: HTTP1BodyFraming = .none
+        /// Request body bytes passed on so far (checked against a declared Content-Length).
+        var requestBodyForwarded = 0
+        /// The HTTP/1.1 encoding of the request body was finished (last chunk, trailers) for the current upstream.
+        var requestEncodingFinished = false
         var requestDone = false
         /// The request body writer wrote its end (last chunk and trailers).
         var requestBodyFinished = false
@@ -99,7 +105,7 @@ public struct ProxySession {
         /// connection (a fresh one after a lost reused one, or an HTTP/1.1 one after HTTP_1_1_REQUIRED): an
         /// idempotent request without a body that is not an upgrade (RFC 9110 §9.2.2). Nil otherwise, and
         /// once it was retried.
-        var retryHead: [UInt8]?
+        var retryHead: HTTP1RequestHead?
         /// The upstream carrying the request was reused (kept alive, or from the pool), not opened for it.
         var onReusedUpstream = false
         /// Some of the response arrived (after that a lost connection is never retried).
@@ -167,6 +173,9 @@ public struct ProxySession {
     var upstream: Upstream = .none
     /// Plaintext waiting for the upstream to become ready.
     var pendingUpstream: [UInt8] = []
+    /// Request parts of the current exchange waiting for the upstream to be ready: they are encoded for it (HTTP/1.1
+    /// text, or handed to an HTTP/2 channel as they are) only once it is known which one it is.
+    var pendingParts: [HTTP1Event] = []
     /// Plaintext for the client's TLS engine (`sendToClient`, `writeToClient`), sealed by `flushClientTLS` once
     /// the event is handled or before anything that must follow it: a response head and its small body leave as
     /// one record, not one record each.
@@ -289,6 +298,7 @@ public struct ProxySession {
         case .upstreamConnected: upstreamConnected()
         case .upstreamReused(let lease): upstreamReused(lease)
         case .upstreamConnectFailed(let code, let detail): upstreamConnectFailed(code, detail: detail)
+        case .upstreamParts(let parts): upstreamParts(parts)
         case .upstreamBytes(let bytes):
             quietBuffersReleased = false
             upstreamBytes(bytes)
@@ -500,6 +510,7 @@ public struct ProxySession {
             number: requestCount, start: now, method: head.method, url: url, target: target, decision: decision,
             source: source, requestHeaders: head.headers, kind: .forward, clientKeepAlive: clientKeepAlive,
             requestWriter: HTTP1BodyWriter(framing: framing), rule: decision.ruleSummary)
+        exchange.requestFraming = framing
         exchange.isUpgradeRequest =
             head.headers.contains("Upgrade") && head.headers.hasListElement("Connection", "upgrade")
         exchange.requestHasBody = framing != .none
@@ -586,6 +597,7 @@ public struct ProxySession {
             clientKeepAlive: original.clientKeepAlive, requestWriter: original.requestWriter,
             rule: "cleartext \(original.url) upgraded to https:// (--cleartext upgrade); \(decision.ruleSummary)")
         exchange.isUpgradeRequest = original.isUpgradeRequest
+        exchange.requestFraming = original.requestFraming
         exchange.requestHasBody = original.requestHasBody
         exchange.clientIsHTTP10 = original.clientIsHTTP10
         var upstreamHead = head
@@ -624,12 +636,10 @@ public struct ProxySession {
             // The origin will close after answering, whether or not it says so: never park this connection.
             exchange.upstreamKeepAlive = false
         }
-        var bytes: [UInt8] = []
-        HTTP1Serializer.writeRequestHead(upstreamHead, into: &bytes)
         exchange.responseParser.requestSent(method: head.method)
         exchange.upstreamKey = key
         if Self.idempotentMethods.contains(head.method) && !exchange.requestHasBody && !exchange.isUpgradeRequest {
-            exchange.retryHead = bytes
+            exchange.retryHead = upstreamHead
         }
         // One key comparison per request: it compares the TLS requirements (cipher lists and all).
         var sameUpstream = false
@@ -644,13 +654,15 @@ public struct ProxySession {
             upstreamIdle = false
         case .none:
             pendingUpstream = []
+            pendingParts = []
             openUpstream(key)
         case .connecting, .handshaking, .ready:
             releaseOrCloseUpstream()
             pendingUpstream = []
+            pendingParts = []
             openUpstream(key)
         }
-        sendToUpstream(bytes)
+        sendRequestPart(.request(upstreamHead, body: exchange.requestFraming))
     }
 
     /// Asks for an upstream connection; a `reusable` one may come from the loop's pool (same key only).
@@ -687,17 +699,15 @@ public struct ProxySession {
         case .local, .probe:
             break  // Answered locally or a probe: the body is counted and dropped.
         case .forward:
-            var framed: [UInt8] = []
-            do {
-                try exchange.requestWriter.write(slice, into: &framed)
-            } catch {
+            exchange.requestBodyForwarded += slice.count
+            if case .contentLength(let declared) = exchange.requestFraming, exchange.requestBodyForwarded > declared {
                 answerLocally(
                     status: 400, reason: "Bad Request", body: "ats-proxy: request body longer than declared\n",
                     keepAlive: false)
                 close()
                 return
             }
-            sendToUpstream(framed)
+            sendRequestPart(.body(slice))
         }
     }
 
@@ -707,15 +717,18 @@ public struct ProxySession {
             resumeParserIfIdle()
             return
         }
-        if exchange.kind == .forward && !exchange.requestDone && !exchange.requestBodyFinished {
-            // Trailers, when there are any, finish the body; the messageEnd after them only ends the request.
-            exchange.requestBodyFinished = true
-            var framed: [UInt8] = []
-            try? exchange.requestWriter.finish(trailers: trailers ?? [:], into: &framed)
-            if !framed.isEmpty {
-                sendToUpstream(framed)
-                guard self.exchange != nil else { return }
+        if exchange.kind == .forward && !exchange.requestDone {
+            // Trailers, when there are any, finish the body; the message end after them ends the request.
+            if let trailers {
+                if !exchange.requestBodyFinished {
+                    exchange.requestBodyFinished = true
+                    sendRequestPart(.trailers(trailers))
+                }
+                return
             }
+            exchange.requestBodyFinished = true
+            sendRequestPart(.messageEnd)
+            guard self.exchange != nil else { return }
         }
         if trailers != nil { return }
         exchange.requestDone = true
@@ -958,12 +971,28 @@ public struct ProxySession {
         giveBackEventList(&events)
     }
 
+    /// Response parts from the upstream's HTTP/2 channel: the same events the HTTP/1.1 response parser reports,
+    /// without text in between.
+    private mutating func upstreamParts(_ parts: [HTTP1Event]) {
+        guard case .http = phase, let exchange, upstreamIsChannel else { return }
+        exchange.responseBytesSeen = true
+        processResponse(parts)
+    }
+
+    /// The response of the current exchange, part by part (from the HTTP/1.1 response parser or an HTTP/2
+    /// channel), to the client: as HTTP/1.1 text for an HTTP/1.1 client, or as parts for the HTTP/2 frontend when
+    /// this session is a stream's lane.
     private mutating func processResponse(_ events: [HTTP1Event]) {
         var pending = events[...]
         while let event = pending.popFirst() {
             guard let exchange else { return }
+            if isStreamSession, relayPartToStream(event, exchange) { continue }
             switch event {
-            case .response(let head, let framing):
+            case .response(var head, let framing):
+                if upstreamIsChannel && head.reason.isEmpty {
+                    // An HTTP/2 origin sends no reason phrase; an HTTP/1.1 client gets the standard one.
+                    head.reason = HTTP1ReasonPhrase.standard(head.status)
+                }
                 if head.isInterim {
                     var bytes: [UInt8] = []
                     HTTP1Serializer.writeResponseHead(head, into: &bytes)
@@ -1009,9 +1038,12 @@ public struct ProxySession {
                     } else if dechunk {
                         clientFraming = .untilClose
                     }
-                    exchange.upstreamKeepAlive =
-                        exchange.upstreamKeepAlive && framing != .untilClose
-                        && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
+                    if !upstreamIsChannel {
+                        // An HTTP/2 channel's `.untilClose` ends with the stream, not the connection.
+                        exchange.upstreamKeepAlive =
+                            exchange.upstreamKeepAlive && framing != .untilClose
+                            && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
+                    }
                     if !exchange.requestDone { exchange.clientKeepAlive = false }
                     if !exchange.clientKeepAlive { extra.append(HTTP1Field(name: "Connection", value: "close")) }
                     clientHead.version = .http11
@@ -1027,7 +1059,9 @@ public struct ProxySession {
                 exchange.responseWriter = nil
             case .messageEnd:
                 if !exchange.responseStarted {
-                    // End of an interim (1xx) response: the final one follows.
+                    // End of an interim (1xx) response: the final one follows. (A channel reports no end after
+                    // an interim head.)
+                    guard !upstreamIsChannel else { continue }
                     let more = exchange.responseParser.resume()
                     pending = (more + pending)[...]
                     continue
@@ -1061,6 +1095,68 @@ public struct ProxySession {
                     failWithBadResponse("the origin's response is not valid HTTP/1.1 (\(error.reason))")
                 }
             }
+        }
+    }
+
+    /// A lane's response goes to its HTTP/2 stream as parts (`ProxyCommand.respond`), never as HTTP/1.1 text:
+    /// returns whether `event` was handled that way (everything but an upgrade, which no stream carries, and the
+    /// parser's own failures). The bookkeeping is `processResponse`'s.
+    private mutating func relayPartToStream(_ event: HTTP1Event, _ exchange: Exchange) -> Bool {
+        switch event {
+        case .response(var head, let framing):
+            guard head.status != 101 else { return false }
+            if !head.isInterim {
+                exchange.responseStarted = true
+                exchange.responseStatus = head.status
+                exchange.responseHeaders = head.headers
+            }
+            // The stream's HEADERS carry no hop-by-hop field (RFC 9113 §8.2.2); most heads have none to drop.
+            head.headers = HTTP1ProxyHeaders.removingHopByHop(head.headers)
+            if head.isInterim {
+                respondToStream(.response(head, body: framing))
+                return true
+            }
+            if exchange.authenticatesConnection
+                || Self.namesConnectionAuthentication(head.headers.values("WWW-Authenticate"))
+            {
+                upstreamShareable = false
+            }
+            if !upstreamIsChannel {
+                exchange.upstreamKeepAlive =
+                    exchange.upstreamKeepAlive && framing != .untilClose
+                    && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
+            }
+            if !exchange.requestDone { exchange.clientKeepAlive = false }
+            respondToStream(.response(head, body: framing))
+            return true
+        case .body(let slice):
+            guard exchange.responseStarted else { return true }
+            exchange.bytesToClient += slice.count
+            respondToStream(event)
+            return true
+        case .trailers:
+            guard exchange.responseStarted else { return true }
+            respondToStream(event)
+            return true
+        case .messageEnd:
+            guard exchange.responseStarted else { return false }  // An interim response's end: the parser resumes.
+            respondToStream(event)
+            exchange.responseDone = true
+            finishIfComplete()
+            return true
+        case .upgraded, .request, .failed:
+            return false
+        }
+    }
+
+    /// Appends a response part for the lane's stream, joining consecutive parts into one command.
+    private mutating func respondToStream(_ part: HTTP1Event) {
+        if case .respond(var parts)? = commands.last {
+            commands.removeLast()
+            parts.append(part)
+            commands.append(.respond(parts))
+        } else {
+            commands.append(.respond([part]))
         }
     }
 
@@ -1133,13 +1229,20 @@ public struct ProxySession {
 
     /// Sends `exchange`'s request (`head`, its replayable head) once more, on an upstream for `key`, and
     /// marks it so: never a third time, and logged as retried.
-    private mutating func sendAgain(_ exchange: Exchange, head: [UInt8], on key: UpstreamKey, reusable: Bool) {
+    private mutating func sendAgain(
+        _ exchange: Exchange, head: HTTP1RequestHead, on key: UpstreamKey, reusable: Bool
+    ) {
         exchange.retryHead = nil
         exchange.onReusedUpstream = false
         exchange.retried = true
+        // Only requests without a body are sent again: a fresh writer frames the (empty) body on the new upstream.
+        exchange.requestWriter = HTTP1BodyWriter(framing: .none)
+        exchange.requestEncodingFinished = false
         pendingUpstream = []
+        pendingParts = []
         openUpstream(key, reusable: reusable)
-        sendToUpstream(head)
+        sendRequestPart(.request(head, body: .none))
+        if exchange.requestBodyFinished { sendRequestPart(.messageEnd) }
     }
 
     // MARK: - Passthrough
@@ -1180,8 +1283,9 @@ public struct ProxySession {
         let wasProbe = exchange.kind == .probe
         exchange.kind = .local
         pendingUpstream = []
+        pendingParts = []
         if wasProbe {
-            commands.append(.writeToClient(response.serialized(keepAlive: false)))
+            sendLocal(LocalResponse(response), keepAlive: false)
             self.exchange?.responseStatus = response.status
             self.exchange?.responseDone = true
             logExchange()
@@ -1211,6 +1315,7 @@ public struct ProxySession {
         ]
         exchange.kind = .local
         pendingUpstream = []
+        pendingParts = []
         respondLocally(
             ATSErrorResponse.upstreamFailure(
                 url: exchange.url, error: code, streamDomain: nil, streamCode: nil, rule: reason, explanation: reason,
@@ -1228,23 +1333,38 @@ public struct ProxySession {
         exchange.responseStarted = true
         exchange.responseStatus = response.status
         exchange.responseHeaders = HTTP1Headers(response.headers.map { HTTP1Field(name: $0.name, value: $0.value) })
-        let bytes = response.serialized(keepAlive: exchange.clientKeepAlive)
-        exchange.bytesToClient += response.body.utf8.count
+        let local = LocalResponse(response)
+        exchange.bytesToClient += local.body.count
         exchange.responseDone = true
         exchange.upstreamKeepAlive = false
-        sendToClient(bytes)
+        sendLocal(local, keepAlive: exchange.clientKeepAlive)
         finishIfComplete()
+    }
+
+    /// Delivers a response the proxy makes itself: to a lane's stream as parts, to an HTTP/1.1 client as text.
+    private mutating func sendLocal(_ response: LocalResponse, keepAlive: Bool, headOnly: Bool = false) {
+        let parts = response.parts(keepAlive: keepAlive, headOnly: headOnly)
+        if isStreamSession {
+            for part in parts { respondToStream(part) }
+            return
+        }
+        var bytes: [UInt8] = []
+        for part in parts {
+            switch part {
+            case .response(let head, _): HTTP1Serializer.writeResponseHead(head, into: &bytes)
+            case .body(let slice): bytes.append(contentsOf: slice)
+            case .messageEnd: break
+            case .request, .trailers, .upgraded, .failed:
+                preconditionFailure("sendLocal: \(part) is not part of a local response")
+            }
+        }
+        sendToClient(bytes)
     }
 
     /// A response that is not part of an exchange (bad requests, loops); closes afterwards when
     /// `keepAlive` is false.
     private mutating func answerLocally(status: Int, reason: String, body: String, keepAlive: Bool) {
-        let bodyBytes = Array(body.utf8)
-        var head =
-            "HTTP/1.1 \(status) \(reason)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(bodyBytes.count)\r\n"
-        if !keepAlive { head += "Connection: close\r\n" }
-        head += "\r\n"
-        sendToClient(Array(head.utf8) + bodyBytes)
+        sendLocal(LocalResponse.text(status: status, reason: reason, body), keepAlive: keepAlive)
         if !keepAlive { close() }
     }
 
@@ -1263,7 +1383,7 @@ public struct ProxySession {
                 status: 405, reason: "Method Not Allowed", contentType: "text/plain; charset=utf-8", fileName: nil,
                 body: Array("ats-proxy: onboarding pages answer GET only\n".utf8))
         }
-        sendToClient(page.serialized(keepAlive: keepAlive, headOnly: head.method == "HEAD"))
+        sendLocal(LocalResponse(page), keepAlive: keepAlive, headOnly: head.method == "HEAD")
         if keepAlive { resumeParserIfIdle() } else { close() }
     }
 
@@ -1665,11 +1785,62 @@ public struct ProxySession {
         }
     }
 
+    /// Sends what waited for the upstream: raw bytes (a tunnel's), then the exchange's request parts, encoded for
+    /// the upstream it turned out to be.
     private mutating func flushPendingUpstream() {
-        guard !pendingUpstream.isEmpty else { return }
-        let bytes = pendingUpstream
-        pendingUpstream = []
-        sendToUpstream(bytes)
+        if !pendingUpstream.isEmpty {
+            let bytes = pendingUpstream
+            pendingUpstream = []
+            sendToUpstream(bytes)
+        }
+        guard !pendingParts.isEmpty else { return }
+        let parts = pendingParts
+        pendingParts = []
+        for part in parts { sendRequestPart(part) }
+    }
+
+    /// Whether the upstream is a channel of a shared HTTP/2 link: it takes request parts as they are.
+    private var upstreamIsChannel: Bool {
+        if case .ready = upstream, upstreamProtocol == "h2" { return true }
+        return false
+    }
+
+    /// One part of the current exchange's request, for the upstream: held until the upstream is ready, then handed
+    /// to an HTTP/2 channel as it is (consecutive parts in one command) or written as HTTP/1.1 text (the only place
+    /// the request side writes HTTP/1.1).
+    private mutating func sendRequestPart(_ part: HTTP1Event) {
+        switch upstream {
+        case .none, .connecting, .handshaking:
+            pendingParts.append(part)
+        case .ready where upstreamProtocol == "h2":
+            if case .sendToUpstreamChannel(var parts)? = commands.last {
+                commands.removeLast()
+                parts.append(part)
+                commands.append(.sendToUpstreamChannel(parts))
+            } else {
+                commands.append(.sendToUpstreamChannel([part]))
+            }
+        case .ready:
+            guard let exchange else { return }
+            var bytes: [UInt8] = []
+            switch part {
+            case .request(let head, _):
+                HTTP1Serializer.writeRequestHead(head, into: &bytes)
+            case .body(let slice):
+                try? exchange.requestWriter.write(slice, into: &bytes)
+            case .trailers(let trailers):
+                guard !exchange.requestEncodingFinished else { return }
+                exchange.requestEncodingFinished = true
+                try? exchange.requestWriter.finish(trailers: trailers, into: &bytes)
+            case .messageEnd:
+                guard !exchange.requestEncodingFinished else { return }
+                exchange.requestEncodingFinished = true
+                try? exchange.requestWriter.finish(trailers: [:], into: &bytes)
+            case .response, .upgraded, .failed:
+                preconditionFailure("sendRequestPart: \(part) is not a request part")
+            }
+            sendToUpstream(bytes)
+        }
     }
 
     /// Encrypts the plaintext `sendToClient` gathered and queues every record the engine holds.

@@ -1,13 +1,13 @@
 import ATSHTTP2
 
-/// Request side of `UpstreamH2Link`: HTTP/1.1 requests parsed from a channel become HTTP/2 streams (head → HEADERS,
-/// body → DATA, chunked trailers → trailing HEADERS, message end → END_STREAM). Runs on the link owner's thread.
+/// Request side of `UpstreamH2Link`: request parts sent on a channel (or parsed from bytes given to `write`) become
+/// HTTP/2 streams (head → HEADERS, body → DATA, trailers → trailing HEADERS, message end → END_STREAM). Runs on the link owner's thread.
 extension UpstreamH2Link {
     /// The body of the 502 answered to requests HTTP/2 cannot carry (Upgrade, CONNECT).
     static let upgradeRefusalBody = Array(
         "ats-proxy: the origin speaks HTTP/2, which cannot carry this HTTP/1.1 Upgrade or CONNECT request\n".utf8)
 
-    /// Handles what the channel's request parser reported, in order. Stops early if the channel is forgotten.
+    /// Handles request parts, in order. Stops early if the channel is forgotten.
     func handleRequestEvents(_ events: [HTTP1Event], on channel: Channel) {
         var index = 0
         while index < events.count {
@@ -167,12 +167,15 @@ extension UpstreamH2Link {
 
     /// Answers an Upgrade (or CONNECT) request with a synthesized `502 Bad Gateway`, `Connection: close`.
     private func answerUpgrade(on channel: Channel) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(160 + Self.upgradeRefusalBody.count)
-        bytes += Array("HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\n".utf8)
-        bytes += Array("Content-Length: \(Self.upgradeRefusalBody.count)\r\nConnection: close\r\n\r\n".utf8)
-        bytes += Self.upgradeRefusalBody
+        let head = HTTP1ResponseHead(
+            status: 502, reason: "",
+            headers: [
+                "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(Self.upgradeRefusalBody.count),
+                "Connection": "close",
+            ])
         channel.state = .answeredLocally
-        emitBytes(bytes, channel: channel.id)
+        emitPart(.response(head, body: .contentLength(Self.upgradeRefusalBody.count)), channel: channel.id)
+        emitPart(.body(Self.upgradeRefusalBody[...]), channel: channel.id)
+        emitPart(.messageEnd, channel: channel.id)
     }
 }

@@ -1,7 +1,7 @@
 import ATSHTTP2
 
-/// Response side of `UpstreamH2Link`: `HTTP2Session` events become HTTP/1.1 response bytes, resets and link state
-/// changes. Runs on the link owner's thread.
+/// Response side of `UpstreamH2Link`: `HTTP2Session` events become typed response parts for the channel's
+/// exchange (no HTTP/1.1 text), resets and link state changes. Runs on the link owner's thread.
 extension UpstreamH2Link {
     /// Handles session events in order.
     func handleSessionEvents(_ events: [HTTP2Event]) {
@@ -48,7 +48,12 @@ extension UpstreamH2Link {
         return (channel, exchange)
     }
 
-    /// A response header block: 1xx and final heads become HTTP/1.1 heads; trailers are kept for the last chunk.
+    /// A response header block: 1xx and final heads become `.response` parts; trailers are kept for the end.
+    ///
+    /// The final head's framing says how the body ends, in the proxy's own terms: `.none` for HEAD, 204 and 304;
+    /// `.contentLength(n)` when the origin sent one (or `0`, with the field added, when the stream ends with the
+    /// head); otherwise `.untilClose`, meaning "until this stream's message end", which the client's codec frames
+    /// as it must (chunked for an HTTP/1.1 client). An interim head is reported alone: no message end follows it.
     private func responseHeaders(stream: Int32, kind: HTTP2HeadersKind, fields: [HTTP2Header], endsNow: Bool) {
         guard let (channel, exchange) = owner(of: stream) else { return }
         switch kind {
@@ -61,65 +66,48 @@ extension UpstreamH2Link {
         case .informational, .response:
             break
         }
-        guard case .awaitingHead = exchange.response, let head = try? HTTP2Message.responseHead(fromH2: fields) else {
+        guard case .awaitingHead = exchange.response, let h2 = try? HTTP2Message.responseHead(fromH2: fields) else {
             abandon(channel, .protocolError)
             return
         }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(64 + head.headers.count * 48)
-        bytes += Array("HTTP/1.1 \(head.status) \(Self.reasonPhrase(head.status))\r\n".utf8)
-        var hasContentLength = false
-        for field in head.headers {
-            if field.name == "content-length" { hasContentLength = true }
-            bytes.append(contentsOf: field.name.utf8)
-            bytes.append(contentsOf: [UInt8(ascii: ":"), UInt8(ascii: " ")])
-            bytes.append(contentsOf: field.value.utf8)
-            bytes.append(contentsOf: Self.crlf)
-        }
-        if head.status < 200 {
-            bytes.append(contentsOf: Self.crlf)
-            emitBytes(bytes, channel: channel.id)
+        var headers = HTTP1Headers(h2.headers.map { HTTP1Field(name: $0.name, value: $0.value) })
+        var head = HTTP1ResponseHead(status: h2.status, reason: "", headers: headers)
+        if h2.status < 200 {
+            emitPart(.response(head, body: .none), channel: channel.id)
             return
         }
-        let framing: ResponseFraming
-        if exchange.isHead || head.status == 204 || head.status == 304 {
+        let framing: HTTP1BodyFraming
+        let declaredLength = headers.first("content-length").flatMap { Int($0) }
+        if exchange.isHead || h2.status == 204 || h2.status == 304 {
             framing = .none
-        } else if hasContentLength {
-            framing = .contentLength
+        } else if let declaredLength, declaredLength >= 0 {
+            framing = .contentLength(declaredLength)
         } else if endsNow {
-            bytes += Array("content-length: 0\r\n".utf8)
-            framing = .contentLength
+            headers.remove("content-length")
+            headers.append(name: "content-length", value: "0")
+            head.headers = headers
+            framing = .contentLength(0)
         } else {
-            bytes += Array("transfer-encoding: chunked\r\n".utf8)
-            framing = .chunked
+            headers.remove("content-length")
+            head.headers = headers
+            framing = .untilClose
         }
-        bytes.append(contentsOf: Self.crlf)
         exchange.response = .body(framing)
-        emitBytes(bytes, channel: channel.id)
+        emitPart(.response(head, body: framing), channel: channel.id)
     }
 
-    /// A piece of response DATA: relayed in the response's framing, then acknowledged unless the channel is paused.
+    /// A piece of response DATA: handed to the channel as a body part (dropped when the response has no body), then
+    /// acknowledged unless the channel is paused.
     private func responseData(stream: Int32, bytes: [UInt8]) {
         guard let (channel, exchange) = owner(of: stream), case .body(let framing) = exchange.response else {
             session.consume(stream: stream, bytes: bytes.count)  // Orphaned or bodiless: discard.
             return
         }
-        switch framing {
-        case .none:
+        if case .none = framing {
             session.consume(stream: stream, bytes: bytes.count)
             return
-        case .contentLength:
-            emitBytes(bytes, channel: channel.id)
-        case .chunked:
-            guard !bytes.isEmpty else { return }
-            var chunk: [UInt8] = []
-            chunk.reserveCapacity(bytes.count + 12)
-            chunk += Array(String(bytes.count, radix: 16).utf8)
-            chunk += Self.crlf
-            chunk += bytes
-            chunk += Self.crlf
-            emitBytes(chunk, channel: channel.id)
         }
+        if !bytes.isEmpty { emitPart(.body(bytes[...]), channel: channel.id) }
         if channel.readingPaused {
             // Only the stream's window stays spent: the connection's other channels keep flowing.
             session.consumeConnection(bytes: bytes.count)
@@ -129,27 +117,20 @@ extension UpstreamH2Link {
         }
     }
 
-    /// END_STREAM from the origin: the HTTP/1.1 message is terminated (last chunk with trailers when chunked).
+    /// END_STREAM from the origin: the trailers (when the origin sent any) and the message end.
     private func responseEnded(stream: Int32) {
         guard let (channel, exchange) = owner(of: stream) else { return }
         switch exchange.response {
         case .awaitingHead:
             abandon(channel, .protocolError)
-        case .body(let framing):
-            switch framing {
-            case .chunked:
-                var bytes: [UInt8] = [UInt8(ascii: "0")] + Self.crlf
-                for field in exchange.responseTrailers {
-                    bytes.append(contentsOf: field.name.utf8)
-                    bytes.append(contentsOf: [UInt8(ascii: ":"), UInt8(ascii: " ")])
-                    bytes.append(contentsOf: field.value.utf8)
-                    bytes.append(contentsOf: Self.crlf)
-                }
-                bytes += Self.crlf
-                emitBytes(bytes, channel: channel.id)
-            case .none, .contentLength:
-                break
+        case .body:
+            let trailers = exchange.responseTrailers.filter { !$0.isPseudo }
+            if !trailers.isEmpty {
+                emitPart(
+                    .trailers(HTTP1Headers(trailers.map { HTTP1Field(name: $0.name, value: $0.value) })),
+                    channel: channel.id)
             }
+            emitPart(.messageEnd, channel: channel.id)
             exchange.response = .complete
             if exchange.requestEnded { finishExchange(on: channel) }
         case .complete:
@@ -193,82 +174,6 @@ extension UpstreamH2Link {
         for channel in channels.values.sorted(by: { $0.id < $1.id }) {
             guard case .idle = channel.state else { continue }
             reset(channel, .refusedStream)
-        }
-    }
-
-    /// CR LF.
-    static let crlf: [UInt8] = [0x0D, 0x0A]
-
-    /// The standard reason phrase of `status` (RFC 9110 §15 and the registered extensions), or a generic one by
-    /// class.
-    static func reasonPhrase(_ status: Int) -> String {
-        switch status {
-        case 100: "Continue"
-        case 101: "Switching Protocols"
-        case 102: "Processing"
-        case 103: "Early Hints"
-        case 200: "OK"
-        case 201: "Created"
-        case 202: "Accepted"
-        case 203: "Non-Authoritative Information"
-        case 204: "No Content"
-        case 205: "Reset Content"
-        case 206: "Partial Content"
-        case 207: "Multi-Status"
-        case 208: "Already Reported"
-        case 226: "IM Used"
-        case 300: "Multiple Choices"
-        case 301: "Moved Permanently"
-        case 302: "Found"
-        case 303: "See Other"
-        case 304: "Not Modified"
-        case 305: "Use Proxy"
-        case 307: "Temporary Redirect"
-        case 308: "Permanent Redirect"
-        case 400: "Bad Request"
-        case 401: "Unauthorized"
-        case 402: "Payment Required"
-        case 403: "Forbidden"
-        case 404: "Not Found"
-        case 405: "Method Not Allowed"
-        case 406: "Not Acceptable"
-        case 407: "Proxy Authentication Required"
-        case 408: "Request Timeout"
-        case 409: "Conflict"
-        case 410: "Gone"
-        case 411: "Length Required"
-        case 412: "Precondition Failed"
-        case 413: "Content Too Large"
-        case 414: "URI Too Long"
-        case 415: "Unsupported Media Type"
-        case 416: "Range Not Satisfiable"
-        case 417: "Expectation Failed"
-        case 421: "Misdirected Request"
-        case 422: "Unprocessable Content"
-        case 423: "Locked"
-        case 424: "Failed Dependency"
-        case 425: "Too Early"
-        case 426: "Upgrade Required"
-        case 428: "Precondition Required"
-        case 429: "Too Many Requests"
-        case 431: "Request Header Fields Too Large"
-        case 451: "Unavailable For Legal Reasons"
-        case 500: "Internal Server Error"
-        case 501: "Not Implemented"
-        case 502: "Bad Gateway"
-        case 503: "Service Unavailable"
-        case 504: "Gateway Timeout"
-        case 505: "HTTP Version Not Supported"
-        case 506: "Variant Also Negotiates"
-        case 507: "Insufficient Storage"
-        case 508: "Loop Detected"
-        case 510: "Not Extended"
-        case 511: "Network Authentication Required"
-        case 100..<200: "Informational"
-        case 200..<300: "Success"
-        case 300..<400: "Redirection"
-        case 400..<500: "Client Error"
-        default: "Server Error"
         }
     }
 }

@@ -2,18 +2,19 @@ import ATSHTTP2
 import ATSTLS
 
 /// One upstream HTTP/2 connection shared by many client sessions, each of which sees its own *channel*: a virtual
-/// HTTP/1.1 keep-alive connection to the origin (sans-io).
+/// keep-alive connection to the origin that carries one exchange at a time (sans-io).
 ///
-/// Contract: a session writes serialized HTTP/1.1 requests (origin-form target, `Host`) on its channel with
-/// `write(_:channel:)` and receives HTTP/1.1 response bytes as `.channelBytes`, exactly parseable by
-/// `HTTP1Parser(role: .response)` after `requestSent(method:)`. Each request becomes a new HTTP/2 stream (one at a
-/// time per channel: the next pipelined request waits until the previous response has finished); each stream's
-/// response is translated back to HTTP/1.1 (Content-Length kept, otherwise chunked; trailers as a chunked trailer
-/// section). All HTTP/2 is `ATSHTTP2.HTTP2Session`'s (role `.client`); this type only translates and routes.
+/// Contract: a session sends a request on its channel as typed message parts with `send(_:channel:)` (request
+/// head with an origin-form target and `Host`, body pieces, trailers, message end: the proxy's message
+/// vocabulary, `HTTP1Event`, whose heads carry no wire text) and receives the response as `.channelParts`: a head
+/// (interim heads alone, the final one with its framing), body pieces, trailers and a message end. No HTTP/1.1 text
+/// is written or parsed on this path. Each request becomes a new HTTP/2 stream. `write(_:channel:)` still takes
+/// serialized HTTP/1.1 requests, parsed by the channel's own parser (tests and tools use it; the proxy does not).
+/// All HTTP/2 is `ATSHTTP2.HTTP2Session`'s (role `.client`); this type only maps and routes.
 ///
 /// Flow control: the session advertises a 256 KiB per-stream and a 1 MiB connection receive window
-/// (`defaultConfiguration`). Response DATA is acknowledged (`consume`) as soon as it is handed out as
-/// `.channelBytes`, unless the channel's reading is paused (`setReadingPaused`), in which case the count is held and
+/// (`defaultConfiguration`). Response DATA is acknowledged (`consume`) as soon as it is handed out in
+/// `.channelParts`, unless the channel's reading is paused (`setReadingPaused`), in which case the count is held and
 /// acknowledged on resume, so a slow client throttles only its own stream. Request bodies are buffered by the
 /// session; above `requestBodyHighWatermark` buffered bytes the channel gets `.channelWritable(false)`, and
 /// `.channelWritable(true)` once at most `requestBodyLowWatermark` remain.
@@ -31,8 +32,8 @@ public final class UpstreamH2Link {
     public enum Output: Equatable, Sendable {
         /// Bytes to write to the upstream socket (TLS-encrypted when the link has a `TLSConnection`).
         case network([UInt8])
-        /// HTTP/1.1 response bytes for that channel, parseable by `HTTP1Parser(role: .response)`.
-        case channelBytes(ChannelID, [UInt8])
+        /// Response parts for that channel's exchange, in order (`.response`, `.body`, `.trailers`, `.messageEnd`).
+        case channelParts(ChannelID, [HTTP1Event])
         /// The channel's exchange failed (stream reset by the origin, link failed, refused by GOAWAY or a full link):
         /// its session treats it like an upstream TCP reset. The channel is forgotten.
         case channelReset(ChannelID, HTTP2ErrorCode)
@@ -99,10 +100,10 @@ public final class UpstreamH2Link {
     var pendingResumes: [Channel] = []
     /// Outputs of the current call other than `.network` and `.closeConnection`.
     var outputs: [Output] = []
-    /// Channel bytes not yet appended to `outputs`, coalesced per channel.
-    var pendingBytes: [UInt8] = []
-    /// The channel `pendingBytes` belong to.
-    var pendingBytesChannel: ChannelID?
+    /// Channel parts not yet appended to `outputs`, coalesced per channel.
+    var pendingParts: [HTTP1Event] = []
+    /// The channel `pendingParts` belong to.
+    var pendingPartsChannel: ChannelID?
     /// `shutdown()` submitted our GOAWAY.
     var goAwaySubmitted = false
     /// `.closeConnection` is due at the end of the current call.
@@ -156,7 +157,22 @@ public final class UpstreamH2Link {
         return id
     }
 
-    /// Feeds HTTP/1.1 request bytes written by the channel's session. Unknown (forgotten) channels are ignored.
+    /// Sends request parts on the channel: a head opens a new stream (the channel must be idle: its previous
+    /// exchange finished both ways), body pieces become DATA, trailers a trailing HEADERS, the message end
+    /// END_STREAM. Unknown (forgotten) channels are ignored.
+    public func send(_ parts: [HTTP1Event], channel id: ChannelID) -> [Output] {
+        guard let channel = channels[id] else { return [] }
+        switch channel.state {
+        case .answeredLocally:
+            return []
+        case .idle, .streaming, .draining:
+            handleRequestEvents(parts, on: channel)
+        }
+        return finish()
+    }
+
+    /// Feeds serialized HTTP/1.1 request bytes for the channel, parsed by its own parser (which pauses after each
+    /// message until the exchange is over). Unknown (forgotten) channels are ignored.
     public func write(_ http1: [UInt8], channel id: ChannelID) -> [Output] {
         guard let channel = channels[id] else { return [] }
         switch channel.state {
@@ -291,7 +307,7 @@ public final class UpstreamH2Link {
             closeIfDone()
             network = encrypt(plaintext)
         }
-        flushPendingBytes()
+        flushPendingParts()
         var result: [Output] = []
         swap(&result, &outputs)
         if !network.isEmpty { result.append(.network(network)) }
@@ -425,30 +441,27 @@ public final class UpstreamH2Link {
         channel.heldBytes.removeAll()
     }
 
-    /// Appends an output, after any coalesced channel bytes.
+    /// Appends an output, after any coalesced channel parts.
     func emit(_ output: Output) {
-        flushPendingBytes()
+        flushPendingParts()
         outputs.append(output)
     }
 
-    /// Queues HTTP/1.1 bytes for `channel`, coalescing consecutive bytes of one channel into one output.
-    func emitBytes(_ bytes: [UInt8], channel: ChannelID) {
-        guard !bytes.isEmpty else { return }
-        if pendingBytesChannel == channel {
-            pendingBytes += bytes
-            return
+    /// Queues a response part for `channel`, coalescing consecutive parts of one channel into one output.
+    func emitPart(_ part: HTTP1Event, channel: ChannelID) {
+        if pendingPartsChannel != channel {
+            flushPendingParts()
+            pendingPartsChannel = channel
         }
-        flushPendingBytes()
-        pendingBytesChannel = channel
-        pendingBytes = bytes
+        pendingParts.append(part)
     }
 
-    /// Moves the coalesced channel bytes into `outputs`.
-    func flushPendingBytes() {
-        guard let channel = pendingBytesChannel else { return }
-        outputs.append(.channelBytes(channel, pendingBytes))
-        pendingBytes = []
-        pendingBytesChannel = nil
+    /// Moves the coalesced channel parts into `outputs`.
+    func flushPendingParts() {
+        guard let channel = pendingPartsChannel else { return }
+        outputs.append(.channelParts(channel, pendingParts))
+        pendingParts = []
+        pendingPartsChannel = nil
     }
 }
 
@@ -460,7 +473,7 @@ extension UpstreamH2Link {
         let id: ChannelID
         /// What the channel is doing.
         var state: ChannelState = .idle
-        /// Parses the HTTP/1.1 requests the session writes; pauses after each message.
+        /// Parses serialized HTTP/1.1 requests given to `write`; pauses after each message.
         var parser = HTTP1Parser(role: .request)
         /// The session asked to stop reading responses (`setReadingPaused(true)`).
         var readingPaused = false
@@ -495,7 +508,7 @@ extension UpstreamH2Link {
         let isHead: Bool
         /// END_STREAM (or trailers) was submitted for the request.
         var requestEnded: Bool
-        /// Where the response translation is.
+        /// Where the response is.
         var response: ResponseState = .awaitingHead
         /// Response trailers received, written with the last chunk.
         var responseTrailers: [HTTP2Header] = []
@@ -508,23 +521,13 @@ extension UpstreamH2Link {
         }
     }
 
-    /// Where a stream's response is, as translated to HTTP/1.1.
+    /// Where a stream's response is.
     enum ResponseState {
-        /// No final head yet (1xx heads may have been relayed).
+        /// No final head yet (1xx heads may have been handed on).
         case awaitingHead
-        /// The final head was relayed; the body is framed as given.
-        case body(ResponseFraming)
-        /// END_STREAM received and the HTTP/1.1 message terminated.
+        /// The final head was handed on with this framing (`.none`: DATA, if any, is discarded).
+        case body(HTTP1BodyFraming)
+        /// END_STREAM received and the message end handed on.
         case complete
-    }
-
-    /// How a translated response body is framed on the channel.
-    enum ResponseFraming {
-        /// No body (HEAD, 1xx, 204, 304): DATA, if any, is discarded.
-        case none
-        /// The origin's Content-Length: DATA passes through unchanged; trailers are dropped.
-        case contentLength
-        /// `Transfer-Encoding: chunked` added by the link: each DATA payload is one chunk.
-        case chunked
     }
 }
