@@ -1,8 +1,8 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 /// ats-proxy: an explicit HTTP proxy that enforces Apple's App Transport Security.
-/// Layering (see shared/ARCHITECTURE.md): ats-proxy → ATSProxyIO → ATSProxyCore → {ATSPolicy, ATSTLS, ATSHTTP2}.
+/// Layering (see the README's Layout section): ats-proxy → ATSProxyIO → ATSProxyCore → {ATSPolicy, ATSTLS, ATSHTTP2}.
 
 /// Release builds of the modules on the request path drop the dynamic exclusivity checks: the compiler's
 /// static checks still run, and debug builds (the tests) keep the dynamic ones. Measured with
@@ -11,7 +11,7 @@ let hotPath: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], 
 
 let package = Package(
     name: "ats-proxy",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "ats-proxy", targets: ["ats-proxy"]),
         .library(name: "ATSPolicy", targets: ["ATSPolicy"]),
@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: ["JSON", "YAML"]),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         .systemLibrary(
@@ -53,6 +55,8 @@ let package = Package(
                 "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], exclude: ["Golden"]),

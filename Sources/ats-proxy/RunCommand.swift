@@ -97,6 +97,9 @@ struct ProxyOptions: ParsableArguments {
     @Option(name: .long, help: "Write report.json, report.html and junit.xml here at exit and on SIGUSR1.")
     var report: String?
 
+    @Flag(name: .long, help: "Exit with status 3 at the end of a run that saw ATS violations.")
+    var failOnViolations = false
+
     @Flag(name: .long, help: "No live status line on a terminal.")
     var quiet = false
 
@@ -143,7 +146,7 @@ struct ProxyOptions: ParsableArguments {
         let log = try ProxyLogSink(
             format: logFormat, level: DiagnosticsLevel(rawValue: diagnostics) ?? .summary, allowSecrets: logSecrets,
             path: logFile, observer: observer)
-        let (authority, caPath) = try loadAuthority()
+        let (authority, caPath, caNote) = try loadAuthority()
         let leaves = try LeafCertificateCache(authority: authority)
         let clientH2 = http2 == "on" || http2 == "client"
         let upstreamH2 = http2 == "on" || http2 == "upstream"
@@ -196,7 +199,8 @@ struct ProxyOptions: ParsableArguments {
         // A wildcard listener is also reachable at the machine's LAN addresses.
         settings.selfAuthorities.insert(contentsOf: Self.reachableAddresses(boundAddresses))
         return LaunchedProxy(
-            server: server, services: services, log: log, bound: bound, caPath: caPath, authority: authority,
+            server: server, services: services, log: log, bound: bound, caPath: caPath, caNote: caNote,
+            authority: authority,
             loaded: loaded, snapshot: snapshot, stats: stats, report: sessionReport, reportDirectory: report)
     }
 
@@ -207,12 +211,13 @@ struct ProxyOptions: ParsableArguments {
             evaluator: evaluator, sourceSummary: loaded.summary, processName: loaded.processName)
     }
 
-    func loadAuthority() throws -> (CertificateAuthority, String) {
-        let (authority, _) = try ca.loadOrCreate()
+    /// The CA (created on first use), its certificate's path, and what the banner says about it.
+    func loadAuthority() throws -> (CertificateAuthority, String, CAStartNote) {
+        let (authority, created, legacyNote) = try ca.loadOrCreate()
         let path =
-            authority.certificatePath
-            ?? (ca.directory as NSString).appendingPathComponent(CertificateAuthority.certificateFileName)
-        return (authority, path)
+            try authority.certificatePath
+            ?? (try ca.directory as NSString).appendingPathComponent(CertificateAuthority.certificateFileName)
+        return (authority, path, CAStartNote(created: created, legacy: legacyNote))
     }
 
     /// Addresses a client can type: a wildcard listener becomes the machine's LAN addresses.
@@ -265,6 +270,10 @@ struct ProxyOptions: ParsableArguments {
         for address in bound { lines.append("  listening on \(address)") }
         lines.append("  event loops: \(loops ?? IOSystem.coreCount) (\(eventLoop))")
         lines.append("  CA certificate: \(caPath)")
+        if launched.caNote.created {
+            lines.append("  new CA created just now: install and trust it on each device (onboarding page below)")
+        }
+        if let legacy = launched.caNote.legacy { lines.append("  \(legacy)") }
         let details = CertificateDetails(authorityCertificate)
         let daysLeft = Int(details.notAfter.timeIntervalSinceNow / 86400)
         if daysLeft < 30 {
@@ -301,12 +310,17 @@ struct ProxyOptions: ParsableArguments {
         let grace = Duration.milliseconds(Int(gracePeriod * 1000))
         let shutdown = GracefulShutdown(
             gracePeriod: grace, stopAccepting: { server.drain() }, inFlight: { server.liveConnections },
-            onFinished: { drained in
+            onFinished: { [failOnViolations] drained in
                 log.note(drained ? "stopped" : "stopped with connections still open after the grace period")
                 log.stopStatusLine()
                 log.flush()
                 launched.writeReport()
-                Foundation.exit(0)
+                let stats = launched.stats.snapshot
+                var lines = SessionStats.summaryLines(stats, reportDirectory: launched.reportDirectory)
+                let failing = failOnViolations && stats.violations > 0
+                if failing { lines.append("ats-proxy: exiting 3: ATS violations were seen (--fail-on-violations)") }
+                FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+                Foundation.exit(failing ? 3 : 0)
             })
         let reloadPolicy = policy
         watcher.watch(SIGINT) {
@@ -342,6 +356,14 @@ extension EventLoopBackend: ExpressibleByArgument {}
 extension CleartextHandling: ExpressibleByArgument {}
 extension ProxyLogSink.Format: ExpressibleByArgument {}
 
+/// What happened to the CA at start, for the banner.
+struct CAStartNote {
+    /// The CA was created by this run (devices must be told to trust it).
+    let created: Bool
+    /// A line about a CA found in the legacy `certs/` directory, if any.
+    let legacy: String?
+}
+
 /// Keeps the signal watcher and shutdown alive for the life of the process.
 final class SignalRetainer: @unchecked Sendable {
     static let shared = SignalRetainer()
@@ -362,6 +384,7 @@ struct LaunchedProxy {
     let log: ProxyLogSink
     let bound: [SocketAddress]
     let caPath: String
+    let caNote: CAStartNote
     let authority: CertificateAuthority
     let loaded: LoadedInfoPlist
     let snapshot: PolicyStore.Snapshot
