@@ -10,8 +10,11 @@ struct ATSProxyCommand: ParsableCommand {
         commandName: "ats-proxy",
         abstract: "Enforce an app's App Transport Security policy on HTTP traffic, the way iOS and macOS do.",
         discussion: """
-            Give it the app's Info.plist (or .app bundle, or .ipa) with --config. Without --config the
+            Give it the app's Info.plist (or .app bundle, or .ipa) with --config. Without --config the \
             empty ATS dictionary applies: full ATS, what a new app gets.
+
+            Options may also come from a settings file (ats-proxy.json or .yaml) and ATS_PROXY_* \
+            environment variables; 'ats-proxy settings show' prints what a run would use.
             """,
         version: ATSProxyVersion.text,
         subcommands: [

@@ -57,8 +57,15 @@ struct CADirectoryLocator {
     }
 
     /// The default directory, after copying a legacy `certs/` CA into it when it has none.
+    /// The parent directories are created (0700) so that the CA can be written there.
     func defaultDirectory() throws -> (directory: String, legacy: LegacyOutcome) {
         let target = userDirectory
+        do {
+            try FileManager.default.createDirectory(
+                atPath: target, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw CertificateAuthorityError(path: target, problem: "cannot create the CA directory: \(error)")
+        }
         let legacy = legacyDirectory
         let legacyCertificate = (legacy as NSString).appendingPathComponent(CertificateAuthority.certificateFileName)
         let legacyKey = (legacy as NSString).appendingPathComponent(CertificateAuthority.keyFileName)
@@ -71,8 +78,6 @@ struct CADirectoryLocator {
             let same = fileManager.contentsEqual(atPath: legacyCertificate, andPath: targetCertificate)
             return (target, same ? .none : .ignored(legacy))
         }
-        try fileManager.createDirectory(
-            atPath: target, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let targetKey = (target as NSString).appendingPathComponent(CertificateAuthority.keyFileName)
         guard let key = fileManager.contents(atPath: legacyKey),
             let certificate = fileManager.contents(atPath: legacyCertificate),

@@ -269,6 +269,9 @@ struct ProxyOptions: ParsableArguments {
             "  platform \(snapshot.evaluator.options.platform), mode \(mode.rawValue), cleartext \(cleartext.rawValue)")
         for address in bound { lines.append("  listening on \(address)") }
         lines.append("  event loops: \(loops ?? IOSystem.coreCount) (\(eventLoop))")
+        if let lintLine = lintSummary(loaded, platform: snapshot.evaluator.options.platform) {
+            lines.append("  \(lintLine)")
+        }
         lines.append("  CA certificate: \(caPath)")
         if launched.caNote.created {
             lines.append("  new CA created just now: install and trust it on each device (onboarding page below)")
@@ -298,6 +301,18 @@ struct ProxyOptions: ParsableArguments {
             lines.append("  try: curl -x http://\(first) --cacert \(caPath) https://example.com/")
         }
         FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+    }
+
+    /// One line when `lint` finds errors or warnings in the loaded Info.plist, else nil.
+    func lintSummary(_ loaded: LoadedInfoPlist, platform: Platform) -> String? {
+        let report = ATSLinter(source: loaded, parseOptions: policy.parseOptions, platform: platform).lint()
+        let errors = report.count(.error)
+        let warnings = report.count(.warning)
+        guard errors + warnings > 0 else { return nil }
+        let counts = [(errors, "error"), (warnings, "warning")].filter { $0.0 > 0 }
+            .map { "\($0.0) \($0.1)\($0.0 == 1 ? "" : "s")" }.joined(separator: " and ")
+        let command = policy.config.map { "ats-proxy lint --config \($0)" } ?? "ats-proxy lint"
+        return "lint: \(counts) in this Info.plist's ATS keys; '\(command)' lists them"
     }
 
     /// SIGINT/SIGTERM drain and exit (writing the report), SIGHUP reloads the policy, SIGUSR1
@@ -413,8 +428,12 @@ struct RunCommand: ParsableCommand {
         commandName: "run",
         abstract: "Run the proxy (the default command).",
         discussion: """
-            Point a client at it, e.g.:
-              curl -x http://127.0.0.1:8080 --cacert certs/ats-proxy-ca.pem https://example.com/
+            Point a client at it with the CA certificate the banner names, e.g.:
+              curl -x http://127.0.0.1:8080 --cacert CA.pem https://example.com/
+
+            At exit (SIGINT/SIGTERM) it prints a summary: requests, hosts, violations by rule and \
+            where the report is. Exit status: 0; 3 with --fail-on-violations when ATS violations were \
+            seen; 2 on bad options, settings or configuration.
             """)
 
     @OptionGroup var options: ProxyOptions
