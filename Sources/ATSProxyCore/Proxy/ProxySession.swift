@@ -881,6 +881,7 @@ public struct ProxySession {
                 summary, requirements: requirements, url: exchange?.url ?? "", host: key.host)
             exchange?.tls = Self.tlsFacts(summary)
             if verdict.isBlocked {
+                let verdict = verdict.withFix(url: exchange?.url ?? "", evaluator: services.policy.snapshot.evaluator)
                 if services.settings.mode == .report {
                     exchange?.result = .reported
                     exchange?.errorCode = verdict.error?.rawValue
@@ -1014,6 +1015,11 @@ public struct ProxySession {
                         && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
                     if !exchange.requestDone { exchange.clientKeepAlive = false }
                     if !exchange.clientKeepAlive { extra.append(HTTP1Field(name: "Connection", value: "close")) }
+                    if exchange.result == .reported {
+                        extra += ATSErrorResponse.reportedFields(
+                            errorCode: exchange.errorCode, streamError: exchange.streamError, rule: exchange.rule,
+                            fix: exchange.fix)
+                    }
                     clientHead.version = .http11
                     HTTP1Serializer.writeResponseHead(clientHead, dropping: hopByHop, appending: extra, into: &bytes)
                 }
@@ -1165,6 +1171,7 @@ public struct ProxySession {
     /// Answers the current exchange with the verdict's 502/504 and the X-ATS-* headers.
     private mutating func failExchange(verdict: UpstreamVerdict) {
         guard let exchange else { return close() }
+        let verdict = verdict.withFix(url: exchange.url, evaluator: services.policy.snapshot.evaluator)
         let platform = services.policy.snapshot.evaluator.options.platform
         let context = consoleContext()
         exchange.result = .failed
