@@ -56,8 +56,10 @@ public struct SmallestFix: Sendable {
             let requirements = changedRequirements(change, key: key, target: target)
             let passes: Bool
             if let summary = verdict.summary {
-                passes = !UpstreamVerdict.judging(summary, requirements: requirements, url: target.url, host: target.host)
-                    .isBlocked
+                passes = !UpstreamVerdict.judging(
+                    summary, requirements: requirements, url: target.url, host: target.host
+                )
+                .isBlocked
             } else if Self.isHandshakeFailure(verdict) || !decision.requirements.isSatisfiable {
                 guard let retry else {
                     unverifiable = true
@@ -200,15 +202,20 @@ public struct SmallestFix: Sendable {
         case .noCertificate:
             return "present a certificate"
         case .expired(let depth, let notAfter):
-            return "present a certificate chain that has not expired (the certificate at depth \(depth) expired on \(dates.string(from: notAfter)))"
+            return
+                "present a certificate chain that has not expired (the certificate at depth \(depth) expired on \(dates.string(from: notAfter)))"
         case .notYetValid(let depth, let notBefore):
-            return "present a certificate chain that is already valid (the certificate at depth \(depth) starts on \(dates.string(from: notBefore)))"
+            return
+                "present a certificate chain that is already valid (the certificate at depth \(depth) starts on \(dates.string(from: notBefore)))"
         case .selfSignedLeaf:
-            return "present a certificate issued by a CA the device trusts (this one is self-signed; a test device can instead install and trust it)"
+            return
+                "present a certificate issued by a CA the device trusts (this one is self-signed; a test device can instead install and trust it)"
         case .untrustedRoot(let subject):
-            return "chain to a root the device trusts (\(subject) is not trusted; a test device can install and trust it as a profile)"
+            return
+                "chain to a root the device trusts (\(subject) is not trusted; a test device can install and trust it as a profile)"
         case .issuerNotFound(let depth, let issuer):
-            return "send its intermediate certificates (the issuer \(issuer) of the certificate at depth \(depth) is missing)"
+            return
+                "send its intermediate certificates (the issuer \(issuer) of the certificate at depth \(depth) is missing)"
         case .hostnameMismatch(let names, let commonNameOnly):
             return commonNameOnly
                 ? "name the host in the certificate's subjectAltName (the common name alone is ignored)"

@@ -6,7 +6,8 @@ import Foundation
 struct CAOptions: ParsableArguments {
     @Option(
         name: .long,
-        help: "CA directory (default: $ATS_PROXY_CA_DIR, else one per user: $XDG_DATA_HOME/ats-proxy or ~/.local/share/ats-proxy; ~/Library/Application Support/ats-proxy on macOS)."
+        help:
+            "CA directory (default: $ATS_PROXY_CA_DIR, else one per user: $XDG_DATA_HOME/ats-proxy or ~/.local/share/ats-proxy; ~/Library/Application Support/ats-proxy on macOS)."
     )
     var caDir: String?
 

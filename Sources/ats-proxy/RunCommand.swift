@@ -172,7 +172,8 @@ struct ProxyOptions: ParsableArguments {
         let addresses = (listenOverride ?? listen).compactMap(ListenAddress.init(parsing:))
         settings.selfAuthorities = AuthorityBook(Self.selfAuthorities(addresses))
         let onboarding = try OnboardingSite(
-            certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses))
+            certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses),
+            lanAddresses: NetworkInterfaces.lanIPv4Addresses().map(\.description))
         let services = ProxyServices(
             policy: PolicyStore(snapshot), settings: settings, serverTLS: serverTLS, upstreamTLS: upstreamTLS,
             processID: Int(getpid()), onboarding: onboarding)

@@ -50,7 +50,9 @@ struct SettingsShowCommand: ParsableCommand {
                 withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
             print(String(decoding: data, as: UTF8.self))
         case .text:
-            print("Settings file: \(injection.file ?? "none (no --settings, $ATS_PROXY_SETTINGS or ats-proxy.json/.yaml here)")")
+            print(
+                "Settings file: \(injection.file ?? "none (no --settings, $ATS_PROXY_SETTINGS or ats-proxy.json/.yaml here)")"
+            )
             print("Order: flags > environment (ATS_PROXY_*) > settings file > defaults")
             print("")
             let nameWidth = max(4, rows.map(\.name.count).max() ?? 0) + 2

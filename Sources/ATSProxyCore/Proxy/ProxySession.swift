@@ -210,7 +210,7 @@ public struct ProxySession {
         self.services = services
         self.clientAddress = clientAddress
         self.connectionNumber = connectionNumber
-        taskIDPrefix = taskUUID.uuidString + ">.<"
+        taskIDPrefix = taskUUID.uuidString + "."
     }
 
     /// Commands to run right after the connection is accepted (arms the idle timer).
