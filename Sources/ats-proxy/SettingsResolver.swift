@@ -17,7 +17,7 @@ enum SettingOrigin: Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .flag: "flag"
         case .environment(let name): "environment \(name)"
-        case .file(let path): "file \(path)"
+        case .file: "file"
         case .builtIn: "default"
         }
     }
