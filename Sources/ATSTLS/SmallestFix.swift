@@ -215,7 +215,7 @@ public struct SmallestFix: Sendable {
                 "chain to a root the device trusts (\(subject) is not trusted; a test device can install and trust it as a profile)"
         case .issuerNotFound(let depth, let issuer):
             return
-                "send its intermediate certificates (the issuer \(issuer) of the certificate at depth \(depth) is missing)"
+                "chain to a root the device trusts and send its intermediate certificates (no certificate was found for \(issuer), the issuer of the certificate at depth \(depth))"
         case .hostnameMismatch(let names, let commonNameOnly):
             return commonNameOnly
                 ? "name the host in the certificate's subjectAltName (the common name alone is ignored)"

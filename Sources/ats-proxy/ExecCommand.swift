@@ -63,7 +63,8 @@ struct ExecCommand: ParsableCommand {
         for key in ["SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"] {
             environment[key] = bundle
         }
-        environment["ATS_PROXY_CA_CERT"] = launched.caPath
+        // Not ATS_PROXY_CA_CERT: that variable sets --ca-cert for an ats-proxy the command might run.
+        environment["ATS_PROXY_CA_CERTIFICATE"] = launched.caPath
         environment["ATS_PROXY_URL"] = proxyURL
 
         let process = Process()

@@ -25,7 +25,7 @@ import Testing
         let directory = try TemporaryDirectory("help")
         let result = try Invocation.run(
             command + ["--help"], in: directory.path,
-            environment: Invocation.environment(home: directory.path, ["COLUMNS": "300"]))
+            environment: Invocation.environment(home: directory.path, ["COLUMNS": "2000"]))
         #expect(result.status == 0)
         let discussion = result.stdout.components(separatedBy: "USAGE:")[0]
         for line in discussion.split(separator: "\n") where !line.hasPrefix(" ") && !line.hasPrefix("Example") {
