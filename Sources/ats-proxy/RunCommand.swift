@@ -43,6 +43,25 @@ struct ProxyOptions: ParsableArguments {
 
     @Option(
         name: .long,
+        help:
+            "Regular expression searched in host:port; matching traffic is tunnelled or forwarded untouched, not judged or counted (repeatable)."
+    )
+    var ignoreHosts: [String] = []
+
+    @Option(
+        name: .long,
+        help: "Regular expression searched in host:port; only matching hosts are intercepted and judged (repeatable).")
+    var allowHosts: [String] = []
+
+    @Flag(
+        name: .long,
+        help:
+            "Also ignore the background services of operating systems and browsers (Apple, Google, Mozilla, Microsoft)."
+    )
+    var ignoreBackground = false
+
+    @Option(
+        name: .long,
         help: "HTTP/2 in ALPN: on (clients and origins, default), client, upstream or off (HTTP/1.1 only).")
     var http2 = "on"
 
@@ -126,6 +145,23 @@ struct ProxyOptions: ParsableArguments {
             throw ValidationError("timeouts must be positive")
         }
         guard upstreamIdleTimeout >= 0 else { throw ValidationError("--upstream-idle-timeout must not be negative") }
+        _ = try makeHostFilter()
+    }
+
+    /// The host filter of `--ignore-hosts`, `--allow-hosts` and `--ignore-background`.
+    func makeHostFilter() throws -> HostFilter {
+        guard allowHosts.isEmpty || (ignoreHosts.isEmpty && !ignoreBackground) else {
+            throw ValidationError("--ignore-hosts and --allow-hosts exclude each other (--ignore-background ignores)")
+        }
+        let allow = !allowHosts.isEmpty
+        do {
+            return allow
+                ? try HostFilter(mode: .allow, patterns: allowHosts)
+                : try HostFilter(
+                    mode: .ignore, patterns: ignoreHosts + (ignoreBackground ? HostFilter.backgroundServices : []))
+        } catch {
+            throw ValidationError("\(allow ? "--allow-hosts" : "--ignore-hosts"): \(error)")
+        }
     }
 
     /// Builds and starts a proxy; `listenOverride` replaces `--listen` (exec uses a free port).
@@ -162,6 +198,7 @@ struct ProxyOptions: ParsableArguments {
         settings.source = source == "auto" ? .auto : .fixed(RequestSource(rawValue: source) ?? .urlsession)
         settings.passthroughHosts = passthrough
         settings.passthroughPinnedDomains = !interceptPinned
+        settings.hostFilter = try makeHostFilter()
         settings.processName = loaded.processName ?? "App"
         settings.headerTimeout = headerTimeout
         settings.idleTimeout = idleTimeout
@@ -332,7 +369,9 @@ struct ProxyOptions: ParsableArguments {
                 log.flush()
                 launched.writeReport()
                 let stats = launched.stats.snapshot
-                var lines = SessionStats.summaryLines(stats, reportDirectory: launched.reportDirectory)
+                var lines = SessionStats.summaryLines(
+                    stats, reportDirectory: launched.reportDirectory,
+                    ignored: launched.services.settings.hostFilter.ignored)
                 let failing = failOnViolations && stats.violations > 0
                 if failing { lines.append("ats-proxy: exiting 3: ATS violations were seen (--fail-on-violations)") }
                 FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
@@ -411,6 +450,7 @@ struct LaunchedProxy {
     /// Writes the session report (when --report was given); failures are logged, not fatal.
     func writeReport() {
         guard let report, let reportDirectory else { return }
+        report.setIgnored(services.settings.hostFilter.ignored)
         log.flush()
         do {
             try report.write(to: reportDirectory)

@@ -59,13 +59,20 @@ public final class SessionStats: Sendable {
 
     /// The lines printed when a run ends: totals, then violations by rule (most frequent first),
     /// then where the report is (or how to get one).
-    public static func summaryLines(_ snapshot: Snapshot, reportDirectory: String?) -> [String] {
+    public static func summaryLines(
+        _ snapshot: Snapshot, reportDirectory: String?, ignored: HostFilter.Ignored = HostFilter.Ignored()
+    ) -> [String] {
         var lines = [
             "ats-proxy: \(snapshot.requests) requests, \(snapshot.hosts) hosts, \(snapshot.blocked) blocked or failed, "
                 + "\(snapshot.violations) ATS violations"
         ]
         let rules = snapshot.violationsByRule.sorted { ($0.value, $1.key) > ($1.value, $0.key) }
         for (rule, count) in rules { lines.append("  \(count) × \(rule)") }
+        if ignored.connections > 0 {
+            lines.append(
+                "  \(ignored.connections) connections to \(ignored.hosts) ignored hosts (left alone, not judged or counted above)"
+            )
+        }
         if let reportDirectory {
             lines.append("  report: \(reportDirectory) (report.html, report.json, junit.xml)")
         } else if snapshot.violations > 0 {

@@ -106,6 +106,8 @@ public struct ProxySession {
         var responseBytesSeen = false
         /// The request was sent again on another connection (logged with the record).
         var retried = false
+        /// Traffic to a host the host filter leaves alone: forwarded, never logged as a request.
+        var unrecorded = false
         /// The request's Authorization names NTLM or Negotiate (`namesConnectionAuthentication`).
         var authenticatesConnection = false
 
@@ -505,6 +507,13 @@ public struct ProxySession {
         exchange.requestHasBody = framing != .none
         exchange.clientIsHTTP10 = !head.version.isAtLeastHTTP11
 
+        if !inTunnel && services.settings.hostFilter.ignores(host: target.host, port: target.port) {
+            // Left alone: forwarded as it is, not judged, not recorded (only counted).
+            exchange.unrecorded = true
+            services.settings.hostFilter.countIgnored(host: target.host)
+            startForward(exchange, head: head, host: target.host, port: target.port, requirements: nil)
+            return
+        }
         switch decision.outcome {
         case .cleartextBlocked:
             switch (services.settings.mode, services.settings.cleartext) {
@@ -746,6 +755,13 @@ public struct ProxySession {
                 status: 508, reason: "Loop Detected", body: "ats-proxy: CONNECT to the proxy itself\n", keepAlive: false
             )
             close()
+            return
+        }
+        if services.settings.hostFilter.ignores(host: host, port: port) {
+            // Left alone: a blind tunnel without a probe or a record (only counted).
+            services.settings.hostFilter.countIgnored(host: host)
+            phase = .passthroughConnecting(host: host, port: port)
+            openUpstream(UpstreamKey(host: host, port: port, requirements: nil, permissive: false), reusable: false)
             return
         }
         let url = "https://\(RequestTarget.uriHost(host))\(port == 443 ? "" : ":\(port)")/"
@@ -1351,7 +1367,7 @@ public struct ProxySession {
     }
 
     private mutating func logExchange() {
-        guard let exchange else { return }
+        guard let exchange, !exchange.unrecorded else { return }
         let redirectNote = ""
         let record = RequestRecord(
             time: exchange.start, clientAddress: clientAddress, taskID: taskIDPrefix + String(exchange.number),
