@@ -50,8 +50,9 @@ public struct DiagnosticsRow: Sendable {
     public let dictionary: [(String, DiagnosticsPlistValue)]
     public let configuration: ATSConfiguration
 
-    /// The 16 rows of `nscurl --ats-diagnostics`, in its order (reference §5).
-    public static func nscurlRows(host: String) -> [DiagnosticsRow] {
+    /// The rows of `nscurl --ats-diagnostics`, in its order (reference §5): 16 on a platform with
+    /// TLS 1.3, 13 before it (the nscurl of those systems had no TLSv1.3 rows).
+    public static func nscurlRows(host: String, platform: Platform = .default) -> [DiagnosticsRow] {
         var rows: [DiagnosticsRow] = []
         rows.append(
             DiagnosticsRow(section: "Default ATS Secure Connection", name: "ATS Default Connection", entry: nil))
@@ -61,7 +62,8 @@ public struct DiagnosticsRow: Sendable {
             DiagnosticsRow(
                 section: "Allowing Arbitrary Loads", name: "Allow All Loads",
                 dictionary: [(ATSKey.allowsArbitraryLoads, .bool(true))], configuration: arbitrary))
-        let versions: [TLSProtocolVersion] = [.tls13, .tls12, .tls11, .tls10]
+        let versions: [TLSProtocolVersion] =
+            platform.has(.tls13) ? [.tls13, .tls12, .tls11, .tls10] : [.tls12, .tls11, .tls10]
         for version in versions {
             rows.append(
                 DiagnosticsRow(
@@ -189,7 +191,7 @@ public struct ATSDiagnostics: Sendable {
         lines.append(Self.rule)
         var results: [(row: DiagnosticsRow, verdict: UpstreamVerdict)] = []
         var currentSection: String?
-        for (index, row) in DiagnosticsRow.nscurlRows(host: target.host).enumerated() {
+        for (index, row) in DiagnosticsRow.nscurlRows(host: target.host, platform: platform).enumerated() {
             if row.section != currentSection {
                 if currentSection != nil {
                     lines.append(Self.rule)

@@ -22,6 +22,18 @@ public struct ATSEvaluator: Sendable {
 
     private var platform: Platform { options.platform }
 
+    /// Why ATS never applies on `platform`: the OS predates ATS (whatever the SDK), or the app was
+    /// linked against an SDK that does.
+    static func noATSReason(_ platform: Platform) -> String {
+        let threshold = PlatformFeature.appTransportSecurity.threshold(for: platform.family)
+        let first = "\(platform.family.displayName) \(threshold)"
+        if platform.version < threshold {
+            return
+                "\(platform.family.displayName) \(platform.version) predates ATS (introduced in \(first)), so ATS never applies, whatever SDK the app was linked against."
+        }
+        return "The app is linked against SDK \(platform.sdk), which predates ATS (\(first) SDK), so ATS never applies."
+    }
+
     /// The decision for `target` loaded by `source`.
     public func evaluate(_ target: RequestTarget, source: RequestSource = .urlsession) -> ATSDecision {
         var steps: [RuleStep] = []
@@ -30,10 +42,7 @@ public struct ATSEvaluator: Sendable {
         let address = target.ipAddress
 
         guard platform.has(.appTransportSecurity) else {
-            steps.append(
-                RuleStep(
-                    "The app is linked against SDK \(platform.sdk), which predates ATS (\(platform.family.displayName) \(PlatformFeature.appTransportSecurity.threshold(for: platform.family)) SDK), so ATS never applies."
-                ))
+            steps.append(RuleStep(Self.noATSReason(platform)))
             return finish(
                 target, source, atsRequired: false, exception: nil, local: nil, steps: steps,
                 justification: justification)

@@ -163,13 +163,15 @@ public struct ATSLinter: Sendable {
             case .host, .invalidCIDR:
                 break
             }
-            if entry.requiresCertificateTransparency {
+            // Obsolete only once the platform requires CT itself (iOS 12.1.1, macOS 10.14.3); before that the
+            // key is what asks for CT.
+            if entry.requiresCertificateTransparency && platform.has(.platformCertificateTransparency) {
                 findings.append(
                     ConfigMessage(
                         code: "obsolete-key", severity: .warning,
                         keyPath: path.appending(ATSKey.requiresCertificateTransparency),
                         message:
-                            "NSRequiresCertificateTransparency is obsolete: iOS requires CT for publicly trusted certificates anyway, and on old OSes it broke debugging proxies",
+                            "NSRequiresCertificateTransparency is obsolete on \(platform): it requires CT for publicly trusted certificates anyway (since \(platform.family.displayName) \(PlatformFeature.platformCertificateTransparency.threshold(for: platform.family))), and the key broke debugging proxies",
                         fix: "remove it"))
             }
             if entry.minimumTLSVersionSpecified && entry.minimumTLSVersion < .tls12
@@ -405,7 +407,17 @@ public struct ATSLinter: Sendable {
             if fields[ATSKey.includesSubdomains] == .bool(false) {
                 findings.append(inert(path.appending(ATSKey.includesSubdomains), "NO is the default"))
             }
-            if fields.isEmpty && !configuration.allowsArbitraryLoads.isYes {
+            // An empty entry is inert only where it changes nothing: not under NSAllowsArbitraryLoads, not
+            // where the media or web-content keys relax loads (the entry keeps ATS on for this host's
+            // media and web loads), and not for a local name (exempt by default: the entry makes it stricter).
+            let relaxesOtherLoads =
+                configuration.allowsArbitraryLoadsForMedia.isYes || configuration.allowsArbitraryLoadsInWebContent.isYes
+            let bareKey = key.hasSuffix(".") ? String(key.dropLast()) : key
+            let isLocalName = !bareKey.contains(".") || bareKey.hasSuffix(".local")
+            let isHostEntry = configuration.exceptionDomains[key].map { $0.kind == .host } ?? true
+            if fields.isEmpty && !configuration.allowsArbitraryLoads.isYes && !relaxesOtherLoads && !isLocalName
+                && isHostEntry
+            {
                 findings.append(
                     ConfigMessage(
                         code: "inert-key", severity: .note, keyPath: path,

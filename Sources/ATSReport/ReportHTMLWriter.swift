@@ -22,7 +22,7 @@ enum ReportHTMLWriter {
             <h1>ATS session report</h1>
             <p class="meta">\(e(document.source)) · \(e(document.platform)) · \(e(document.generatedAt))</p>
             <div class="totals">
-            \(stat("requests", totals.requests, "")) \(stat("hosts", totals.hosts, "")) \(stat("violations", totals.violations, totals.violations > 0 ? "bad" : "good")) \(stat("allowed", totals.allowed, "good")) \(stat("blocked", totals.blocked, totals.blocked > 0 ? "bad" : "")) \(stat("failed", totals.failed, totals.failed > 0 ? "warn" : "")) \(stat("reported", totals.reported, totals.reported > 0 ? "bad" : ""))
+            \(stat("requests", totals.requests, "")) \(stat("hosts", totals.hosts, "")) \(stat("violations", totals.violations, totals.violations > 0 ? "bad" : "good")) \(stat("allowed", totals.allowed, "good")) \(stat("blocked", totals.blocked, totals.blocked > 0 ? "bad" : "")) \(stat("failed", totals.failed, totals.failed > 0 ? "warn" : "")) \(stat("reported", totals.reported, totals.reported > 0 ? "bad" : ""))\(totals.ignoredConnections > 0 ? " " + stat("ignored (not judged)", totals.ignoredConnections, "") : "")
             </div>
             </header>
             <main>

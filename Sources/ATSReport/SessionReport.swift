@@ -88,6 +88,11 @@ public final class SessionReport: Sendable {
         state.withLock { $0.add(record) }
     }
 
+    /// Records what the host filter left alone (a count only: those hosts are never judged).
+    public func setIgnored(_ ignored: HostFilter.Ignored) {
+        state.withLock { $0.ignored = ignored }
+    }
+
     /// Requests recorded so far.
     public var requestCount: Int { state.withLock { $0.requests } }
 
@@ -173,6 +178,8 @@ extension SessionReport {
         var requests = 0
         var violations = 0
         var droppedHosts = 0
+        /// What the host filter left alone (set when the report is written).
+        var ignored = HostFilter.Ignored()
 
         init(policy: Policy) { self.policy = policy }
 
@@ -240,7 +247,7 @@ extension SessionReport {
                     blocked: hostReports.reduce(0) { $0 + $1.blocked },
                     failed: hostReports.reduce(0) { $0 + $1.failed },
                     reported: hostReports.reduce(0) { $0 + $1.reported }, hosts: hostReports.count,
-                    violations: violations),
+                    violations: violations, ignoredConnections: ignored.connections, ignoredHosts: ignored.hosts),
                 hosts: hostReports, minimalDictionary: minimal, comparison: comparison)
         }
 

@@ -65,6 +65,11 @@ public struct Totals: Sendable, Codable, Equatable {
     public var hosts: Int
     /// Requests that broke ATS (blocked, reported, or failed on an ATS rule).
     public var violations: Int
+    /// Connections and plain requests to hosts left alone by `--ignore-hosts`/`--allow-hosts`:
+    /// counted, never judged, and in no other figure.
+    public var ignoredConnections: Int = 0
+    /// Distinct hosts among them.
+    public var ignoredHosts: Int = 0
 }
 
 /// How bad a host's traffic was; hosts are sorted by this, worst first.

@@ -65,7 +65,8 @@ public enum SessionReportSchema {
                 "requests": { "$ref": "#/$defs/count" }, "allowed": { "$ref": "#/$defs/count" },
                 "blocked": { "$ref": "#/$defs/count" }, "failed": { "$ref": "#/$defs/count" },
                 "reported": { "$ref": "#/$defs/count" }, "hosts": { "$ref": "#/$defs/count" },
-                "violations": { "$ref": "#/$defs/count" }
+                "violations": { "$ref": "#/$defs/count" },
+                "ignoredConnections": { "$ref": "#/$defs/count" }, "ignoredHosts": { "$ref": "#/$defs/count" }
               }
             },
             "hosts": { "type": "array", "items": { "$ref": "#/$defs/host" } },

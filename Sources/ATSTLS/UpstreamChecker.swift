@@ -86,8 +86,9 @@ public struct UpstreamChecker: Sendable {
         if needsProbe(verdict) {
             verdict.serverOffer = explain(requirements: decision.requirements, host: target.host, transport: transport)
         }
-        verdict.fix = smallestFix(
-            for: verdict, target: target, decision: decision, policy: policy, transport: transport)
+        verdict.fix = SmallestFix(policy: policy).text(
+            for: verdict, target: target,
+            retry: { !attempt(requirements: $0, host: target.host, url: target.url, transport: transport).isBlocked })
         return verdict
     }
 
@@ -165,110 +166,5 @@ public struct UpstreamChecker: Sendable {
         case 1: items[0]
         default: items.dropLast().joined(separator: ", ") + " and " + items.last!
         }
-    }
-
-    // MARK: - Smallest Info.plist change
-
-    /// One candidate change to the host's exception entry.
-    struct Change: Hashable {
-        var minimumTLS: TLSProtocolVersion?
-        var noForwardSecrecy = false
-        var insecureHTTP = false
-        var trustOverride = false
-
-        var size: Int {
-            (minimumTLS == nil ? 0 : 1) + (noForwardSecrecy ? 1 : 0) + (insecureHTTP ? 1 : 0) + (trustOverride ? 1 : 0)
-        }
-    }
-
-    func smallestFix(
-        for verdict: UpstreamVerdict, target: RequestTarget, decision: ATSDecision, policy: PolicyContext,
-        transport: any HandshakeTransport
-    ) -> String {
-        if let pin = verdict.violations.first(where: { if case .pinMismatch = $0 { true } else { false } }),
-            case .pinMismatch(let leaf, let domains) = pin
-        {
-            let digest =
-                (leaf ? verdict.summary?.leaf?.spkiSHA256 : verdict.summary?.builtChain.dropFirst().first?.spkiSHA256)?
-                .base64EncodedString() ?? "?"
-            return
-                "add { \(ATSKey.spkiSHA256) = \"\(digest)\" } to \(leaf ? ATSKey.pinnedLeafIdentities : ATSKey.pinnedCAIdentities) of \(ATSKey.pinnedDomains) → \(domains.joined(separator: ", ")) (exception keys cannot relax a pin)"
-        }
-        var versions: [TLSProtocolVersion] = []
-        if let offered = verdict.serverOffer?.highestVersion, offered < decision.requirements.minimumVersion {
-            versions.append(offered)
-        }
-        for case .protocolVersion(let negotiated, _) in verdict.violations where !versions.contains(negotiated) {
-            versions.append(negotiated)
-        }
-        var candidates: [Change] = []
-        for override in [false, true] {
-            for http in [false, true] where !override || http {
-                for pfs in [false, true] {
-                    for version in [nil] + versions.map(Optional.some) {
-                        candidates.append(
-                            Change(
-                                minimumTLS: version, noForwardSecrecy: pfs, insecureHTTP: http, trustOverride: override)
-                        )
-                    }
-                }
-            }
-        }
-        candidates = candidates.filter { $0.size > 0 }
-        candidates.sort { ($0.trustOverride ? 1 : 0, $0.size) < ($1.trustOverride ? 1 : 0, $1.size) }
-        let key = decision.exceptionKey ?? target.host
-        for change in candidates {
-            var configuration = policy.configuration
-            var entry = configuration.exceptionDomains[key] ?? ExceptionDomain(key: key)
-            if let version = change.minimumTLS {
-                entry.minimumTLSVersion = version
-                entry.minimumTLSVersionSpecified = true
-            }
-            if change.noForwardSecrecy { entry.requiresForwardSecrecy = false }
-            if change.insecureHTTP { entry.allowsInsecureHTTPLoads = true }
-            configuration.exceptionDomains[key] = entry
-            var options = policy.options
-            if change.trustOverride { options.trustOverrideHosts.append(target.host) }
-            let requirements = PolicyContext(configuration: configuration, options: options).decide(target).requirements
-            let passes: Bool
-            if let summary = verdict.summary {
-                passes = !UpstreamVerdict.judging(
-                    summary, requirements: requirements, url: target.url, host: target.host
-                )
-                .isBlocked
-            } else if verdict.attemptFailure.map({ if case .handshake = $0 { true } else { false } }) ?? false
-                || !decision.requirements.isSatisfiable
-            {
-                passes = !attempt(requirements: requirements, host: target.host, url: target.url, transport: transport)
-                    .isBlocked
-            } else {
-                passes = false
-            }
-            guard passes else { continue }
-            return describe(
-                change, key: key, existing: policy.configuration.exceptionDomains[key] != nil, host: target.host)
-        }
-        if verdict.attemptFailure.map({ if case .transport = $0 { true } else { false } }) ?? false {
-            return "no Info.plist change can allow this: the connection fails before TLS"
-        }
-        return "no Info.plist change can allow this"
-    }
-
-    func describe(_ change: Change, key: String, existing: Bool, host: String) -> String {
-        var keys: [String] = []
-        if let version = change.minimumTLS { keys.append("\(ATSKey.exceptionMinimumTLSVersion) = \(version.rawValue)") }
-        if change.noForwardSecrecy { keys.append("\(ATSKey.exceptionRequiresForwardSecrecy) = NO") }
-        if change.insecureHTTP { keys.append("\(ATSKey.exceptionAllowsInsecureHTTPLoads) = YES") }
-        let where_ =
-            existing
-            ? "add \(Self.list(keys)) to \(ATSKey.exceptionDomains) → \(key)"
-            : "add \(ATSKey.exceptionDomains) → \(key) with \(Self.list(keys))"
-        let review = change.insecureHTTP || (change.minimumTLS.map { $0 < .tls12 } ?? false)
-        var text = where_ + (review ? "; App Review will ask for a justification" : "")
-        if change.trustOverride {
-            text =
-                "no Info.plist change alone can allow this: only an app whose URLSession delegate accepts this server's trust can load it, and ATS permits that only after you \(where_) (emulate the delegate with --trust-override \(host))"
-        }
-        return text
     }
 }

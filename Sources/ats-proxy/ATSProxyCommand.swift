@@ -10,22 +10,36 @@ struct ATSProxyCommand: ParsableCommand {
         commandName: "ats-proxy",
         abstract: "Enforce an app's App Transport Security policy on HTTP traffic, the way iOS and macOS do.",
         discussion: """
-            Give it the app's Info.plist (or .app bundle, or .ipa) with --config. Without --config the
+            Give it the app's Info.plist (or .app bundle, or .ipa) with --config. Without --config the \
             empty ATS dictionary applies: full ATS, what a new app gets.
+
+            Options may also come from a settings file (ats-proxy.json or .yaml) and ATS_PROXY_* \
+            environment variables; 'ats-proxy settings show' prints what a run would use.
             """,
         version: ATSProxyVersion.text,
         subcommands: [
             RunCommand.self, ExecCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self,
-            DiagnoseCommand.self,
+            DiagnoseCommand.self, SettingsCommand.self,
         ],
         defaultSubcommand: RunCommand.self
     )
 
     /// Runs the command line. Usage and validation errors exit with status 2 (not
     /// ArgumentParser's 64), so every command has one convention: 2 means bad input.
+    /// Settings-file and `ATS_PROXY_*` values enter as arguments before parsing (see
+    /// ``SettingsInjection``); a bad settings file or variable is one line and exit status 2.
     static func main() {
+        let arguments: [String]
         do {
-            var command = try parseAsRoot()
+            arguments = try SettingsInjection.resolve(
+                Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment,
+                workingDirectory: FileManager.default.currentDirectoryPath
+            ).arguments
+        } catch {
+            exitWithError(error)
+        }
+        do {
+            var command = try parseAsRoot(arguments)
             try command.run()
         } catch {
             let code = exitCode(for: error)

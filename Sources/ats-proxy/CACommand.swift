@@ -21,7 +21,7 @@ struct CAInitCommand: ParsableCommand {
 
     func run() throws {
         do {
-            let directory = ca.directory
+            let directory = try ca.directory
             if let certificate = ca.caCert, let key = ca.caKey {
                 let imported = try CertificateAuthority.load(certificatePath: certificate, keyPath: key)
                 try imported.write(to: directory)

@@ -13,8 +13,12 @@ struct DiagnoseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diagnose", abstract: "Run nscurl-style ATS diagnostics against a server.",
         discussion: """
-            Example: ats-proxy diagnose https://api.example.com/
-                     ats-proxy diagnose --resolve test.example:8443:127.0.0.1 --upstream-ca root.pem https://test.example:8443/
+            Exit status: 0 when the default ATS configuration passes, 1 otherwise, 2 on usage errors.
+
+            Examples:
+              ats-proxy diagnose https://api.example.com/
+              ats-proxy diagnose --resolve test.example:8443:127.0.0.1 \\
+                --upstream-ca root.pem https://test.example:8443/
             """)
 
     @OptionGroup var policy: PolicyOptions
@@ -40,6 +44,7 @@ struct DiagnoseCommand: ParsableCommand {
     var url: String
 
     func validate() throws {
+        try UnknownOptionCheck.check(Array(CommandLine.arguments.dropFirst()), against: Self.self)
         let target: RequestTarget
         do {
             target = try RequestTarget(parsing: url)

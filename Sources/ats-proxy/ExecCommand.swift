@@ -11,11 +11,13 @@ struct ExecCommand: ParsableCommand {
         commandName: "exec",
         abstract: "Run a command through ats-proxy and fail it on ATS violations.",
         discussion: """
-            The command gets HTTP_PROXY/HTTPS_PROXY (and lower-case forms) pointing at the proxy,
-            NO_PROXY cleared, and SSL_CERT_FILE, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE and
+            The command gets HTTP_PROXY/HTTPS_PROXY (and lower-case forms) pointing at the proxy, \
+            NO_PROXY cleared, and SSL_CERT_FILE, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE and \
             NODE_EXTRA_CA_CERTS naming a bundle of the system roots plus the proxy's CA.
-            Exit status: the command's; 3 if it succeeded but ATS violations were seen (unless
+
+            Exit status: the command's; 3 if it succeeded but ATS violations were seen (unless \
             --allow-violations); 127 if it cannot be started.
+
             Example: ats-proxy exec --config Info.plist -- swift test
             """)
 
@@ -28,6 +30,8 @@ struct ExecCommand: ParsableCommand {
     var command: [String] = []
 
     mutating func validate() throws {
+        // Everything after `exec` is captured for the command, so help must be caught here.
+        if let first = command.first, ["--help", "-h"].contains(first) { throw CleanExit.helpRequest(self) }
         if command.first == "--" { command.removeFirst() }
         guard !command.isEmpty else {
             throw ValidationError("give a command after --, e.g. ats-proxy exec -- curl https://example.com/")
@@ -59,7 +63,8 @@ struct ExecCommand: ParsableCommand {
         for key in ["SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"] {
             environment[key] = bundle
         }
-        environment["ATS_PROXY_CA_CERT"] = launched.caPath
+        // Not ATS_PROXY_CA_CERT: that variable sets --ca-cert for an ats-proxy the command might run.
+        environment["ATS_PROXY_CA_CERTIFICATE"] = launched.caPath
         environment["ATS_PROXY_URL"] = proxyURL
 
         let process = Process()

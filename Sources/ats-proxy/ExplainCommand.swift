@@ -4,12 +4,18 @@ import ArgumentParser
 import Foundation
 
 /// `ats-proxy explain URL…`: the ATS decision for each URL, with its rule chain, requirements
-/// and, for blocked cleartext loads, the console lines a device prints.
+/// and, for blocked cleartext loads, the console lines a device prints. Exit status: 0 all allowed,
+/// 1 any blocked, 2 usage or configuration errors.
 struct ExplainCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "explain",
         abstract: "Explain what ATS decides for each URL under the app's Info.plist.",
-        discussion: "Example: ats-proxy explain --config Info.plist http://api.example.com/ https://cdn.example.com/")
+        discussion: """
+            Exit status: 0 when every URL is allowed, 1 when any is blocked, 2 on usage or configuration \
+            errors.
+
+            Example: ats-proxy explain --config Info.plist http://api.example.com/ https://cdn.example.com/
+            """)
 
     @OptionGroup var policy: PolicyOptions
 
@@ -28,6 +34,7 @@ struct ExplainCommand: ParsableCommand {
     }
 
     func validate() throws {
+        try UnknownOptionCheck.check(Array(CommandLine.arguments.dropFirst()), against: Self.self)
         guard !urls.isEmpty else { throw ValidationError("give at least one URL, e.g. https://api.example.com/") }
         for url in urls {
             do {
@@ -38,7 +45,9 @@ struct ExplainCommand: ParsableCommand {
         }
     }
 
+    /// Exit status 1 when any URL is blocked (so CI can gate on it), 2 on errors.
     func run() throws {
+        let blocked: Bool
         do {
             let loaded = try policy.loadSource()
             let options = try policy.evaluationOptions()
@@ -71,9 +80,11 @@ struct ExplainCommand: ParsableCommand {
                     print(DecisionRenderer.text(item))
                 }
             }
+            blocked = explained.contains { $0.decision.isBlocked }
         } catch {
             exitWithError(error)
         }
+        if blocked { throw ExitCode(1) }
     }
 }
 

@@ -5,6 +5,11 @@ import Foundation
 /// Options shared by every command that evaluates a policy: the configuration source, the
 /// emulated platform, and the switches for the reference's uncertain points.
 struct PolicyOptions: ParsableArguments {
+    @Option(
+        name: .long,
+        help: "Settings file, JSON or YAML (default: $ATS_PROXY_SETTINGS, else ats-proxy.json or .yaml here).")
+    var settings: String?
+
     @Option(name: .long, help: "Info.plist, bare NSAppTransportSecurity plist (XML or binary), .app bundle or .ipa.")
     var config: String?
 
@@ -36,7 +41,9 @@ struct PolicyOptions: ParsableArguments {
     @Flag(name: .long, help: "Apply Apple's built-in exceptions (apple.com, ls.apple.com, …).")
     var builtinExceptions = false
 
-    @Option(name: .long, help: "On iOS/macOS 26+, ignore exceptions below TLS 1.2: on or off.")
+    @Option(
+        name: [.customLong("tls-floor-26"), .customLong("tls-floor26")],
+        help: "On iOS/macOS 26+, ignore exceptions below TLS 1.2: on or off.")
     var tlsFloor26: Toggle = .on
 
     @Option(

@@ -44,6 +44,25 @@ struct ProxyOptions: ParsableArguments {
 
     @Option(
         name: .long,
+        help:
+            "Regular expression searched in host:port; matching traffic is tunnelled or forwarded untouched, not judged or counted (repeatable)."
+    )
+    var ignoreHosts: [String] = []
+
+    @Option(
+        name: .long,
+        help: "Regular expression searched in host:port; only matching hosts are intercepted and judged (repeatable).")
+    var allowHosts: [String] = []
+
+    @Flag(
+        name: .long,
+        help:
+            "Also ignore the background services of operating systems and browsers (Apple, Google, Mozilla, Microsoft)."
+    )
+    var ignoreBackground = false
+
+    @Option(
+        name: .long,
         help: "HTTP/2 in ALPN: on (clients and origins, default), client, upstream or off (HTTP/1.1 only).")
     var http2 = "on"
 
@@ -98,6 +117,9 @@ struct ProxyOptions: ParsableArguments {
     @Option(name: .long, help: "Write report.json, report.html and junit.xml here at exit and on SIGUSR1.")
     var report: String?
 
+    @Flag(name: .long, help: "Exit with status 3 at the end of a run that saw ATS violations.")
+    var failOnViolations = false
+
     @Flag(name: .long, help: "No live status line on a terminal.")
     var quiet = false
 
@@ -124,6 +146,23 @@ struct ProxyOptions: ParsableArguments {
             throw ValidationError("timeouts must be positive")
         }
         guard upstreamIdleTimeout >= 0 else { throw ValidationError("--upstream-idle-timeout must not be negative") }
+        _ = try makeHostFilter()
+    }
+
+    /// The host filter of `--ignore-hosts`, `--allow-hosts` and `--ignore-background`.
+    func makeHostFilter() throws -> HostFilter {
+        guard allowHosts.isEmpty || (ignoreHosts.isEmpty && !ignoreBackground) else {
+            throw ValidationError("--ignore-hosts and --allow-hosts exclude each other (--ignore-background ignores)")
+        }
+        let allow = !allowHosts.isEmpty
+        do {
+            return allow
+                ? try HostFilter(mode: .allow, patterns: allowHosts)
+                : try HostFilter(
+                    mode: .ignore, patterns: ignoreHosts + (ignoreBackground ? HostFilter.backgroundServices : []))
+        } catch {
+            throw ValidationError("\(allow ? "--allow-hosts" : "--ignore-hosts"): \(error)")
+        }
     }
 
     /// Builds and starts a proxy; `listenOverride` replaces `--listen` (exec uses a free port).
@@ -144,7 +183,7 @@ struct ProxyOptions: ParsableArguments {
         let log = try ProxyLogSink(
             format: logFormat, level: DiagnosticsLevel(rawValue: diagnostics) ?? .summary, allowSecrets: logSecrets,
             path: logFile, observer: observer)
-        let (authority, caPath) = try loadAuthority()
+        let (authority, caPath, caNote) = try loadAuthority()
         let leaves = try LeafCertificateCache(authority: authority)
         let clientH2 = http2 == "on" || http2 == "client"
         let upstreamH2 = http2 == "on" || http2 == "upstream"
@@ -160,6 +199,7 @@ struct ProxyOptions: ParsableArguments {
         settings.source = source == "auto" ? .auto : .fixed(RequestSource(rawValue: source) ?? .urlsession)
         settings.passthroughHosts = passthrough
         settings.passthroughPinnedDomains = !interceptPinned
+        settings.hostFilter = try makeHostFilter()
         settings.processName = loaded.processName ?? "App"
         settings.headerTimeout = headerTimeout
         settings.idleTimeout = idleTimeout
@@ -170,7 +210,8 @@ struct ProxyOptions: ParsableArguments {
         let addresses = (listenOverride ?? listen).compactMap(ListenAddress.init(parsing:))
         settings.selfAuthorities = AuthorityBook(Self.selfAuthorities(addresses))
         let onboarding = try OnboardingSite(
-            certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses))
+            certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses),
+            lanAddresses: NetworkInterfaces.lanIPv4Addresses().map(\.description))
         let services = ProxyServices(
             policy: PolicyStore(snapshot), settings: settings, serverTLS: serverTLS, upstreamTLS: upstreamTLS,
             processID: Int(getpid()), onboarding: onboarding)
@@ -197,7 +238,8 @@ struct ProxyOptions: ParsableArguments {
         // A wildcard listener is also reachable at the machine's LAN addresses.
         settings.selfAuthorities.insert(contentsOf: Self.reachableAddresses(boundAddresses))
         return LaunchedProxy(
-            server: server, services: services, log: log, bound: bound, caPath: caPath, authority: authority,
+            server: server, services: services, log: log, bound: bound, caPath: caPath, caNote: caNote,
+            authority: authority,
             loaded: loaded, snapshot: snapshot, stats: stats, report: sessionReport, reportDirectory: report)
     }
 
@@ -205,12 +247,13 @@ struct ProxyOptions: ParsableArguments {
         PolicyStore.Snapshot(loaded: loaded, parseOptions: policy.parseOptions, options: try policy.evaluationOptions())
     }
 
-    func loadAuthority() throws -> (CertificateAuthority, String) {
-        let (authority, _) = try ca.loadOrCreate()
+    /// The CA (created on first use), its certificate's path, and what the banner says about it.
+    func loadAuthority() throws -> (CertificateAuthority, String, CAStartNote) {
+        let (authority, created, legacyNote) = try ca.loadOrCreate()
         let path =
-            authority.certificatePath
-            ?? (ca.directory as NSString).appendingPathComponent(CertificateAuthority.certificateFileName)
-        return (authority, path)
+            try authority.certificatePath
+            ?? (try ca.directory as NSString).appendingPathComponent(CertificateAuthority.certificateFileName)
+        return (authority, path, CAStartNote(created: created, legacy: legacyNote))
     }
 
     /// Addresses a client can type: a wildcard listener becomes the machine's LAN addresses.
@@ -262,7 +305,14 @@ struct ProxyOptions: ParsableArguments {
             "  platform \(snapshot.evaluator.options.platform), mode \(mode.rawValue), cleartext \(cleartext.rawValue)")
         for address in bound { lines.append("  listening on \(address)") }
         lines.append("  event loops: \(loops ?? IOSystem.coreCount) (\(eventLoop))")
+        if let lintLine = lintSummary(loaded, platform: snapshot.evaluator.options.platform) {
+            lines.append("  \(lintLine)")
+        }
         lines.append("  CA certificate: \(caPath)")
+        if launched.caNote.created {
+            lines.append("  new CA created just now: install and trust it on each device (onboarding page below)")
+        }
+        if let legacy = launched.caNote.legacy { lines.append("  \(legacy)") }
         let details = CertificateDetails(authorityCertificate)
         let daysLeft = Int(details.notAfter.timeIntervalSinceNow / 86400)
         if daysLeft < 30 {
@@ -289,6 +339,18 @@ struct ProxyOptions: ParsableArguments {
         FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
     }
 
+    /// One line when `lint` finds errors or warnings in the loaded Info.plist, else nil.
+    func lintSummary(_ loaded: LoadedInfoPlist, platform: Platform) -> String? {
+        let report = ATSLinter(source: loaded, parseOptions: policy.parseOptions, platform: platform).lint()
+        let errors = report.count(.error)
+        let warnings = report.count(.warning)
+        guard errors + warnings > 0 else { return nil }
+        let counts = [(errors, "error"), (warnings, "warning")].filter { $0.0 > 0 }
+            .map { "\($0.0) \($0.1)\($0.0 == 1 ? "" : "s")" }.joined(separator: " and ")
+        let command = policy.config.map { "ats-proxy lint --config \($0)" } ?? "ats-proxy lint"
+        return "lint: \(counts) in this Info.plist's ATS keys; '\(command)' lists them"
+    }
+
     /// SIGINT/SIGTERM drain and exit (writing the report), SIGHUP reloads the policy, SIGUSR1
     /// writes the report now.
     func installSignals(_ launched: LaunchedProxy) {
@@ -299,12 +361,19 @@ struct ProxyOptions: ParsableArguments {
         let grace = Duration.milliseconds(Int(gracePeriod * 1000))
         let shutdown = GracefulShutdown(
             gracePeriod: grace, stopAccepting: { server.drain() }, inFlight: { server.liveConnections },
-            onFinished: { drained in
+            onFinished: { [failOnViolations] drained in
                 log.note(drained ? "stopped" : "stopped with connections still open after the grace period")
                 log.stopStatusLine()
                 log.flush()
                 launched.writeReport()
-                Foundation.exit(0)
+                let stats = launched.stats.snapshot
+                var lines = SessionStats.summaryLines(
+                    stats, reportDirectory: launched.reportDirectory,
+                    ignored: launched.services.settings.hostFilter.ignored)
+                let failing = failOnViolations && stats.violations > 0
+                if failing { lines.append("ats-proxy: exiting 3: ATS violations were seen (--fail-on-violations)") }
+                FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+                Foundation.exit(failing ? 3 : 0)
             })
         let reloadPolicy = policy
         watcher.watch(SIGINT) {
@@ -339,6 +408,14 @@ extension EventLoopBackend: ExpressibleByArgument {}
 extension CleartextHandling: ExpressibleByArgument {}
 extension ProxyLogSink.Format: ExpressibleByArgument {}
 
+/// What happened to the CA at start, for the banner.
+struct CAStartNote {
+    /// The CA was created by this run (devices must be told to trust it).
+    let created: Bool
+    /// A line about a CA found in the legacy `certs/` directory, if any.
+    let legacy: String?
+}
+
 /// Keeps the signal watcher and shutdown alive for the life of the process.
 final class SignalRetainer: @unchecked Sendable {
     static let shared = SignalRetainer()
@@ -359,6 +436,7 @@ struct LaunchedProxy {
     let log: ProxyLogSink
     let bound: [SocketAddress]
     let caPath: String
+    let caNote: CAStartNote
     let authority: CertificateAuthority
     let loaded: LoadedInfoPlist
     let snapshot: PolicyStore.Snapshot
@@ -369,6 +447,7 @@ struct LaunchedProxy {
     /// Writes the session report (when --report was given); failures are logged, not fatal.
     func writeReport() {
         guard let report, let reportDirectory else { return }
+        report.setIgnored(services.settings.hostFilter.ignored)
         log.flush()
         do {
             try report.write(to: reportDirectory)
@@ -387,8 +466,12 @@ struct RunCommand: ParsableCommand {
         commandName: "run",
         abstract: "Run the proxy (the default command).",
         discussion: """
-            Point a client at it, e.g.:
-              curl -x http://127.0.0.1:8080 --cacert certs/ats-proxy-ca.pem https://example.com/
+            Point a client at it with the CA certificate the banner names, e.g.:
+              curl -x http://127.0.0.1:8080 --cacert CA.pem https://example.com/
+
+            At exit (SIGINT/SIGTERM) it prints a summary: requests, hosts, violations by rule and \
+            where the report is. Exit status: 0; 3 with --fail-on-violations when ATS violations were \
+            seen; 2 on bad options, settings or configuration.
             """)
 
     @OptionGroup var options: ProxyOptions

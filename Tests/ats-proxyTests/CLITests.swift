@@ -77,7 +77,7 @@ import Testing
 
     @Test func explainBlocksCleartextUnderFullATS() throws {
         let result = try Self.run(["explain", "http://example.com/"])
-        #expect(result.status == 0)
+        #expect(result.status == 1, "explain exits 1 when a URL is blocked")
         #expect(result.stdout.contains("BLOCKED  NSURLErrorDomain -1022"))
         #expect(result.stdout.contains("App Transport Security has blocked a cleartext HTTP connection to example.com"))
     }

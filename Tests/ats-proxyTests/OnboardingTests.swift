@@ -69,6 +69,19 @@ import Testing
         }
     }
 
+    /// With a loopback listener the page must not tell a phone to use 127.0.0.1 (issue 16).
+    @Test func loopbackListenerPageTellsAPhoneToListenOnTheNetwork() throws {
+        let proxy = try RunningProxy()
+        let (status, _, body) = try proxy.fetch("http://ats-proxy.invalid/")
+        #expect(status == 200)
+        let page = String(decoding: body, as: UTF8.self)
+        #expect(!page.contains("Server <code>127.0.0.1</code>"))
+        #expect(
+            page.contains("listens on loopback only (<code>127.0.0.1:\(proxy.port)</code>), which a phone cannot reach")
+        )
+        #expect(page.contains("Restart it with <code>--listen 0.0.0.0:\(proxy.port)</code>"))
+    }
+
     @Test func pageAndDownloadsHaveTheRightBytesAndTypes() throws {
         let proxy = try RunningProxy()
         let caPEM = try Data(contentsOf: proxy.caDirectory.appendingPathComponent("ats-proxy-ca.pem"))

@@ -81,6 +81,11 @@ func firstTaskUUID(_ log: String) -> String? {
         #expect(result.headers["x-ats-stream-error"] == "3:-9836")
         #expect(result.headers["x-ats-rule"]?.isEmpty == false)
         #expect(result.bodyText.contains("NSURLErrorDomain -1200 [3:-9836]"), "\(result.bodyText)")
+        // The fix: the proxy saw only a refused handshake, so it says what is known and names diagnose.
+        let fix = try #require(result.headers["x-ats-fix"])
+        #expect(fix.contains("set NSExceptionMinimumTLSVersion in NSExceptionDomains > \(Self.tls11)"), "\(fix)")
+        #expect(fix.contains("'ats-proxy diagnose \(url)'"), "\(fix)")
+        #expect(result.bodyText.contains("Fix: the server refused TLS 1.2 and later"), "\(result.bodyText)")
 
         let log = normalizedLog(stack.proxy.waitForLog("ats-proxy: GET \(url)"))
         let uuid = try #require(firstTaskUUID(log), "\(log)")
@@ -113,6 +118,10 @@ func firstTaskUUID(_ log: String) -> String? {
         #expect(result.headers["x-ats-stream-error"] == "3:-9802")
         #expect(result.bodyText.contains("NSURLErrorDomain -1200 [3:-9802]"), "\(result.bodyText)")
         #expect(stack.extras[Self.untrusted]?.requests.contains { $0.hasPrefix("GET ") } == false)
+        // A trust failure: the delegate route, and what the server must change.
+        let fix = try #require(result.headers["x-ats-fix"])
+        #expect(fix.hasPrefix("no Info.plist change alone can allow this"), "\(fix)")
+        #expect(fix.contains("otherwise the server must chain to a root the device trusts"), "\(fix)")
 
         let log = normalizedLog(stack.proxy.waitForLog("ats-proxy: GET \(url)"))
         let uuid = try #require(firstTaskUUID(log), "\(log)")
@@ -133,6 +142,7 @@ func firstTaskUUID(_ log: String) -> String? {
             "ats-proxy: GET \(url) → failed -1200 [3:-9802]: ",
         ].joined(separator: "\n")
         #expect(log.contains(expected), "log was:\n\(log)")
+        #expect(log.contains("; fix: no Info.plist change alone can allow this"), "log was:\n\(log)")
     }
 
     /// Origin leaves with varied properties: an RSA-2048 leaf passes; ATS trust failures are all
@@ -236,7 +246,10 @@ func firstTaskUUID(_ log: String) -> String? {
         let result = try stack.curl(url)
         #expect(result.httpCode == 200)
         #expect(result.bodyText == "hello from plain-origin\n")
-        #expect(result.headers["x-ats-error"] == nil)
+        // The answer says it would have failed on a device.
+        #expect(result.headers["x-ats-would-fail"] == "-1022")
+        #expect(result.headers["x-ats-error"] == "-1022")
+        #expect(result.headers["x-ats-fix"]?.contains("NSExceptionAllowsInsecureHTTPLoads") == true)
         #expect(stack.plainOrigin.requests.count == 1)
         let log = stack.proxy.waitForLog("ats-proxy: GET \(url)")
         #expect(log.contains("ats-proxy: GET \(url) → ATS violation (reported, let through) -1022: "), "\(log)")
@@ -247,6 +260,11 @@ func firstTaskUUID(_ log: String) -> String? {
         let legacy = try stack.curl(old)
         #expect(legacy.httpCode == 200, "\(legacy.bodyText)")
         #expect(legacy.bodyText == "hello from tls11\n")
+        #expect(legacy.headers["x-ats-would-fail"] == "-1200 [3:-9836]")
+        #expect(
+            legacy.headers["x-ats-fix"]?.hasPrefix(
+                "add NSExceptionDomains > \(Self.tls11) with NSExceptionMinimumTLSVersion = TLSv1.1") == true,
+            "\(legacy.headers)")
         let after = stack.proxy.waitForLog("ats-proxy: GET \(old)")
         #expect(
             after.contains("ats-proxy: GET \(old) → ATS violation (reported, let through) -1200 [3:-9836]"), "\(after)")

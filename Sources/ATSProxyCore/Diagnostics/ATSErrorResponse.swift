@@ -33,6 +33,7 @@ public struct ATSErrorResponse: Sendable, Equatable {
             status: 403, reason: "Forbidden",
             headers: [
                 ("X-ATS-Error", "\(code.rawValue)"), ("X-ATS-Rule", oneLine(decision.ruleSummary)),
+            ] + (decision.fix.map { [("X-ATS-Fix", oneLine($0))] } ?? []) + [
                 ("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store"),
             ], body: body)
     }
@@ -46,6 +47,7 @@ public struct ATSErrorResponse: Sendable, Equatable {
         var headers: [(String, String)] = [("X-ATS-Error", "\(error.rawValue)")]
         if let streamDomain, let streamCode { headers.append(("X-ATS-Stream-Error", "\(streamDomain):\(streamCode)")) }
         headers.append(("X-ATS-Rule", oneLine(rule)))
+        if let fix { headers.append(("X-ATS-Fix", oneLine(fix))) }
         headers.append(("Content-Type", "text/plain; charset=utf-8"))
         headers.append(("Cache-Control", "no-store"))
         var body = "ats-proxy failed this load the way the device would.\n\n\(url)\n"
@@ -60,6 +62,22 @@ public struct ATSErrorResponse: Sendable, Equatable {
         return ATSErrorResponse(
             status: timeout ? 504 : 502, reason: timeout ? "Gateway Timeout" : "Bad Gateway", headers: headers,
             body: body)
+    }
+
+    /// Header fields added to an origin's response that ATS would have failed but `--mode report`
+    /// let through, so a client can tell which answers a device would not have received:
+    /// `X-ATS-Would-Fail: -1200 [3:-9836]`, `X-ATS-Error`, `X-ATS-Stream-Error`, `X-ATS-Rule` and
+    /// `X-ATS-Fix`.
+    public static func reportedFields(errorCode: Int?, streamError: String?, rule: String, fix: String?)
+        -> [HTTP1Field]
+    {
+        let code = errorCode.map(String.init) ?? "?"
+        var fields = [HTTP1Field(name: "X-ATS-Would-Fail", value: code + (streamError.map { " [\($0)]" } ?? ""))]
+        fields.append(HTTP1Field(name: "X-ATS-Error", value: code))
+        if let streamError { fields.append(HTTP1Field(name: "X-ATS-Stream-Error", value: streamError)) }
+        fields.append(HTTP1Field(name: "X-ATS-Rule", value: oneLine(rule)))
+        if let fix { fields.append(HTTP1Field(name: "X-ATS-Fix", value: oneLine(fix))) }
+        return fields
     }
 
     /// The response as HTTP/1.1 bytes, with Content-Length and the given connection disposition.

@@ -68,7 +68,7 @@ public struct DiagnosticsFormatter: Sendable {
         let outcome = failed ? "failure" : "success"
         let status = record.status ?? -1
         lines.append(
-            "[Summary] Task <\(record.taskID)> summary for task \(outcome) {transaction_duration_ms=\(Int(record.durationMilliseconds.rounded())), response_status=\(status), protocol=\"\(record.httpProtocol)\", request_bytes=\(record.bytesFromClient), response_bytes=\(record.bytesToClient), client=\(record.clientAddress)}"
+            "[Summary] Task \(Self.consoleTaskName(record.taskID)) summary for task \(outcome) {transaction_duration_ms=\(Int(record.durationMilliseconds.rounded())), response_status=\(status), protocol=\"\(record.httpProtocol)\", request_bytes=\(record.bytesFromClient), response_bytes=\(record.bytesToClient), client=\(record.clientAddress)}"
         )
         let retry =
             record.retriedOnNewConnection == true ? " (sent again on another connection)" : ""
@@ -92,6 +92,12 @@ public struct DiagnosticsFormatter: Sendable {
         }
         guard let data = try? encoder.encode(copy) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// A record's task ID (`UUID.N`) as CFNetwork's console writes it: `<UUID>.<N>`.
+    static func consoleTaskName(_ taskID: String) -> String {
+        guard let dot = taskID.lastIndex(of: ".") else { return "<\(taskID)>" }
+        return "<\(taskID[..<dot])>.<\(taskID[taskID.index(after: dot)...])>"
     }
 
     private func explanationLine(_ record: RequestRecord) -> String {

@@ -27,7 +27,8 @@ public struct RequestRecord: Sendable, Codable {
     public struct Fields: Sendable, Codable {
         public var time: Date
         public var clientAddress: String
-        /// `<UUID>.<N>`: one UUID per client connection, N counting its requests.
+        /// `UUID.N` (e.g. `78773CCC-….1`): one UUID per client connection, N counting its requests. The
+        /// console lines write it as CFNetwork does, `<UUID>.<N>`.
         public var taskID: String
         public var method: String
         public var url: String

@@ -13,6 +13,8 @@ public final class SessionStats: Sendable {
         /// Loads that violate ATS (blocked, failed, or let through in report mode).
         public var violations = 0
         public var hosts = 0
+        /// Violations counted per deciding rule (the record's `rule`).
+        public var violationsByRule: [String: Int] = [:]
 
         /// `requests 12  blocked 3  hosts 4  violations 3`.
         public var line: String {
@@ -30,16 +32,22 @@ public final class SessionStats: Sendable {
         let host = record.host
         state.withLock { state in
             state.snapshot.requests += 1
+            let violation: Bool
             switch record.result {
-            case .completed: break
+            case .completed:
+                violation = false
             case .blockedCleartext:
                 state.snapshot.blocked += 1
-                state.snapshot.violations += 1
+                violation = true
             case .failed:
                 state.snapshot.blocked += 1
-                if Self.isTLSOrPolicyFailure(record.errorCode) { state.snapshot.violations += 1 }
+                violation = Self.isTLSOrPolicyFailure(record.errorCode)
             case .reported:
+                violation = true
+            }
+            if violation {
                 state.snapshot.violations += 1
+                state.snapshot.violationsByRule[record.rule, default: 0] += 1
             }
             guard host != state.lastHost else { return }
             state.lastHost = host
@@ -48,6 +56,30 @@ public final class SessionStats: Sendable {
     }
 
     public var snapshot: Snapshot { state.withLock { $0.snapshot } }
+
+    /// The lines printed when a run ends: totals, then violations by rule (most frequent first),
+    /// then where the report is (or how to get one).
+    public static func summaryLines(
+        _ snapshot: Snapshot, reportDirectory: String?, ignored: HostFilter.Ignored = HostFilter.Ignored()
+    ) -> [String] {
+        var lines = [
+            "ats-proxy: \(snapshot.requests) requests, \(snapshot.hosts) hosts, \(snapshot.blocked) blocked or failed, "
+                + "\(snapshot.violations) ATS violations"
+        ]
+        let rules = snapshot.violationsByRule.sorted { ($0.value, $1.key) > ($1.value, $0.key) }
+        for (rule, count) in rules { lines.append("  \(count) × \(rule)") }
+        if ignored.connections > 0 {
+            lines.append(
+                "  \(ignored.connections) connections to \(ignored.hosts) ignored hosts (left alone, not judged or counted above)"
+            )
+        }
+        if let reportDirectory {
+            lines.append("  report: \(reportDirectory) (report.html, report.json, junit.xml)")
+        } else if snapshot.violations > 0 {
+            lines.append("  no report written (add --report DIR for the per-host report and the minimal Info.plist)")
+        }
+        return lines
+    }
 
     /// -1022 and the -12xx TLS/trust codes count as violations; connection faults (-1001, -1003,
     /// -1004, -1005) are failures of the network, not of the app's ATS policy.

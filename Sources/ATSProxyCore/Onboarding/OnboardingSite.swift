@@ -38,10 +38,13 @@ public struct OnboardingSite: Sendable {
     public let notAfter: Date
     /// host:port strings clients can use as their proxy (for the instructions).
     public let proxyAddresses: [String]
+    /// The machine's LAN addresses (no port), shown when the listener is loopback only so that the
+    /// page can say what a phone would use once the proxy listens on the network.
+    public let lanAddresses: [String]
 
     public init(
         caPEM: [UInt8], caDER: [UInt8], fingerprint: [UInt8], subject: String, notBefore: Date, notAfter: Date,
-        proxyAddresses: [String]
+        proxyAddresses: [String], lanAddresses: [String] = []
     ) {
         self.caPEM = caPEM
         self.caDER = caDER
@@ -50,15 +53,39 @@ public struct OnboardingSite: Sendable {
         self.notBefore = notBefore
         self.notAfter = notAfter
         self.proxyAddresses = proxyAddresses
+        self.lanAddresses = lanAddresses
     }
 
     /// Builds the site from the proxy's CA certificate.
-    public init(certificate: Certificate, proxyAddresses: [String]) throws {
+    public init(certificate: Certificate, proxyAddresses: [String], lanAddresses: [String] = []) throws {
         let details = CertificateDetails(certificate)
         self.init(
             caPEM: try certificate.pemBytes(), caDER: certificate.derBytes, fingerprint: details.sha256Fingerprint,
             subject: details.commonName ?? details.subject, notBefore: details.notBefore, notAfter: details.notAfter,
-            proxyAddresses: proxyAddresses)
+            proxyAddresses: proxyAddresses, lanAddresses: lanAddresses)
+    }
+
+    /// True when every proxy address is a loopback one, which a phone cannot reach.
+    var isLoopbackOnly: Bool {
+        !proxyAddresses.isEmpty
+            && proxyAddresses.allSatisfy { address in
+                address.hasPrefix("127.") || address.hasPrefix("[::1]") || address.hasPrefix("localhost:")
+            }
+    }
+
+    /// The first step of the iPhone instructions: the Wi-Fi proxy to enter, or, with a loopback
+    /// listener, how to make the proxy reachable first.
+    func phoneProxyStep(server: String, port: String) -> String {
+        guard isLoopbackOnly else {
+            return
+                "Settings › Wi-Fi › (i) › Configure Proxy › Manual: Server <code>\(server)</code>, Port <code>\(port)</code>."
+        }
+        let lan =
+            lanAddresses.isEmpty
+            ? "this computer's Wi-Fi address"
+            : lanAddresses.map { "<code>\($0)</code>" }.joined(separator: " or ")
+        return
+            "ats-proxy listens on loopback only (<code>\(proxyAddresses[0])</code>), which a phone cannot reach. Restart it with <code>--listen 0.0.0.0:\(port)</code>, then Settings › Wi-Fi › (i) › Configure Proxy › Manual: Server \(lan), Port <code>\(port)</code>."
     }
 
     /// The page for `path` (query ignored).
@@ -175,7 +202,7 @@ public struct OnboardingSite: Sendable {
             <p><b>\(subject)</b><br>SHA-256 <span class="fp"><code>\(fingerprint)</code></span><br>Valid \(formatter.string(from: notBefore)) to \(formatter.string(from: notAfter))</p>
             <p class="dl"><a href="/ats-proxy.mobileconfig">Profile (.mobileconfig)</a><a href="/ats-proxy-ca.cer">DER (.cer)</a><a href="/ats-proxy-ca.pem">PEM (.pem)</a></p>
             <h2>iPhone or iPad</h2>
-            <ol><li>Settings › Wi-Fi › (i) › Configure Proxy › Manual: Server <code>\(server)</code>, Port <code>\(port)</code>.</li>
+            <ol><li>\(phoneProxyStep(server: server, port: port))</li>
             <li>Open <code>http://\(Self.host)/</code> in Safari and tap <b>Profile</b>; allow the download.</li>
             <li>Settings › General › VPN &amp; Device Management › the ats-proxy profile › Install.</li>
             <li>Settings › General › About › Certificate Trust Settings › turn on full trust for the ats-proxy CA.</li></ol>

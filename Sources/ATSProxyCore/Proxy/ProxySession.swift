@@ -112,6 +112,8 @@ public struct ProxySession {
         var responseBytesSeen = false
         /// The request was sent again on another connection (logged with the record).
         var retried = false
+        /// Traffic to a host the host filter leaves alone: forwarded, never logged as a request.
+        var unrecorded = false
         /// The request's Authorization names NTLM or Negotiate (`namesConnectionAuthentication`).
         var authenticatesConnection = false
 
@@ -219,7 +221,7 @@ public struct ProxySession {
         self.services = services
         self.clientAddress = clientAddress
         self.connectionNumber = connectionNumber
-        taskIDPrefix = taskUUID.uuidString + ">.<"
+        taskIDPrefix = taskUUID.uuidString + "."
     }
 
     /// Commands to run right after the connection is accepted (arms the idle timer).
@@ -516,6 +518,13 @@ public struct ProxySession {
         exchange.requestHasBody = framing != .none
         exchange.clientIsHTTP10 = !head.version.isAtLeastHTTP11
 
+        if !inTunnel && services.settings.hostFilter.ignores(host: target.host, port: target.port) {
+            // Left alone: forwarded as it is, not judged, not recorded (only counted).
+            exchange.unrecorded = true
+            services.settings.hostFilter.countIgnored(host: target.host)
+            startForward(exchange, head: head, host: target.host, port: target.port, requirements: nil)
+            return
+        }
         switch decision.outcome {
         case .cleartextBlocked:
             switch (services.settings.mode, services.settings.cleartext) {
@@ -761,6 +770,13 @@ public struct ProxySession {
             close()
             return
         }
+        if services.settings.hostFilter.ignores(host: host, port: port) {
+            // Left alone: a blind tunnel without a probe or a record (only counted).
+            services.settings.hostFilter.countIgnored(host: host)
+            phase = .passthroughConnecting(host: host, port: port)
+            openUpstream(UpstreamKey(host: host, port: port, requirements: nil, permissive: false), reusable: false)
+            return
+        }
         let url = "https://\(RequestTarget.uriHost(host))\(port == 443 ? "" : ":\(port)")/"
         guard let target = try? RequestTarget(parsing: url) else {
             answerLocally(status: 400, reason: "Bad Request", body: "ats-proxy: bad CONNECT target\n", keepAlive: false)
@@ -894,6 +910,7 @@ public struct ProxySession {
                 summary, requirements: requirements, url: exchange?.url ?? "", host: key.host)
             exchange?.tls = Self.tlsFacts(summary)
             if verdict.isBlocked {
+                let verdict = verdict.withFix(url: exchange?.url ?? "", evaluator: services.policy.snapshot.evaluator)
                 if services.settings.mode == .report {
                     exchange?.result = .reported
                     exchange?.errorCode = verdict.error?.rawValue
@@ -1046,6 +1063,11 @@ public struct ProxySession {
                     }
                     if !exchange.requestDone { exchange.clientKeepAlive = false }
                     if !exchange.clientKeepAlive { extra.append(HTTP1Field(name: "Connection", value: "close")) }
+                    if exchange.result == .reported {
+                        extra += ATSErrorResponse.reportedFields(
+                            errorCode: exchange.errorCode, streamError: exchange.streamError, rule: exchange.rule,
+                            fix: exchange.fix)
+                    }
                     clientHead.version = .http11
                     HTTP1Serializer.writeResponseHead(clientHead, dropping: hopByHop, appending: extra, into: &bytes)
                 }
@@ -1268,6 +1290,7 @@ public struct ProxySession {
     /// Answers the current exchange with the verdict's 502/504 and the X-ATS-* headers.
     private mutating func failExchange(verdict: UpstreamVerdict) {
         guard let exchange else { return close() }
+        let verdict = verdict.withFix(url: exchange.url, evaluator: services.policy.snapshot.evaluator)
         let platform = services.policy.snapshot.evaluator.options.platform
         let context = consoleContext()
         exchange.result = .failed
@@ -1464,7 +1487,7 @@ public struct ProxySession {
     }
 
     private mutating func logExchange() {
-        guard let exchange else { return }
+        guard let exchange, !exchange.unrecorded else { return }
         let redirectNote = ""
         let record = RequestRecord(
             time: exchange.start, clientAddress: clientAddress, taskID: taskIDPrefix + String(exchange.number),

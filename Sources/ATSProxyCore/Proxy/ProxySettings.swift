@@ -59,6 +59,8 @@ public struct ProxySettings: Sendable {
     public var selfAuthorities = AuthorityBook()
     /// Port used for `--cleartext upgrade` (443 unless mapped).
     public var upgradePort: Int = 443
+    /// Hosts left alone (`--ignore-hosts`, `--allow-hosts`): tunnelled or forwarded without judging.
+    public var hostFilter = HostFilter()
 
     public init() {}
 

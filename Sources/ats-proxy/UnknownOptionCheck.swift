@@ -1,0 +1,19 @@
+import ArgumentParser
+
+/// Finds a `--option` on the command line that a command does not have. ArgumentParser runs a
+/// command's `validate()` before it reports unknown options, so without this check a misspelt
+/// option's value (`--tls-flor off`) was reported as a bad URL instead of the option itself.
+enum UnknownOptionCheck {
+    /// Throws a validation error naming the first `--name` in `arguments` (up to `--`) that
+    /// `command`'s help does not list.
+    static func check(_ arguments: [String], against command: any ParsableCommand.Type) throws {
+        let help = command.helpMessage(includeHidden: true, columns: 10_000)
+        for argument in arguments.prefix(while: { $0 != "--" }) where argument.hasPrefix("--") && argument.count > 2 {
+            let name = String(argument.split(separator: "=", maxSplits: 1)[0])
+            guard !["--help", "--version"].contains(name), !help.contains(name + " "), !help.contains(name + ",")
+            else { continue }
+            throw ValidationError(
+                "unknown option '\(name)'; see 'ats-proxy \(command._commandName) --help' for the options")
+        }
+    }
+}
