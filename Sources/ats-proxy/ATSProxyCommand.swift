@@ -16,7 +16,7 @@ struct ATSProxyCommand: ParsableCommand {
         version: ATSProxyVersion.text,
         subcommands: [
             RunCommand.self, ExecCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self,
-            DiagnoseCommand.self,
+            DiagnoseCommand.self, SystemProxyCommand.self, TrustOverlayExecCommand.self,
         ],
         defaultSubcommand: RunCommand.self
     )

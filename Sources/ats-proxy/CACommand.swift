@@ -8,7 +8,8 @@ struct CACommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ca", abstract: "Manage the proxy's certificate authority.",
         subcommands: [
-            CAInitCommand.self, CAShowCommand.self, CAExportCommand.self, CASimulatorCommand.self,
+            CAInitCommand.self, CAShowCommand.self, CAExportCommand.self, CAInstallCommand.self,
+            CAUninstallCommand.self, CASimulatorCommand.self,
         ])
 }
 

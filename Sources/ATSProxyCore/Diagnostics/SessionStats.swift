@@ -13,10 +13,14 @@ public final class SessionStats: Sendable {
         /// Loads that violate ATS (blocked, failed, or let through in report mode).
         public var violations = 0
         public var hosts = 0
+        /// TLS handshakes the client refused because it does not trust the proxy's CA: a set-up failure of the
+        /// test environment, counted apart from ATS violations and from blocked loads.
+        public var clientUntrustedCA = 0
 
         /// `requests 12  blocked 3  hosts 4  violations 3`.
         public var line: String {
             "ats-proxy: requests \(requests)  blocked \(blocked)  hosts \(hosts)  violations \(violations)"
+                + (clientUntrustedCA > 0 ? "  untrusted-CA \(clientUntrustedCA)" : "")
         }
     }
 
@@ -40,6 +44,8 @@ public final class SessionStats: Sendable {
                 if Self.isTLSOrPolicyFailure(record.errorCode) { state.snapshot.violations += 1 }
             case .reported:
                 state.snapshot.violations += 1
+            case .clientUntrustedCA:
+                state.snapshot.clientUntrustedCA += 1
             }
             guard host != state.lastHost else { return }
             state.lastHost = host
@@ -49,10 +55,13 @@ public final class SessionStats: Sendable {
 
     public var snapshot: Snapshot { state.withLock { $0.snapshot } }
 
+    /// The words that start every report of a client refusing the proxy's certificate (log, exec, report).
+    public static let clientUntrustedCALine = "the client does not trust the proxy CA"
+
     /// -1022 and the -12xx TLS/trust codes count as violations; connection faults (-1001, -1003,
-    /// -1004, -1005) are failures of the network, not of the app's ATS policy.
+    /// -1004, -1005) and a failure without a code (nothing the app's policy decided) do not.
     static func isTLSOrPolicyFailure(_ code: Int?) -> Bool {
-        guard let code else { return true }
+        guard let code else { return false }
         return code == -1022 || (-1206 ... -1200).contains(code)
     }
 }
