@@ -8,8 +8,9 @@ import Foundation
 /// URLSession raises on a device for the same load, so that code switching on `URLError.Code` takes the
 /// same path under the proxy as on the device.
 ///
-/// The error carries the code, `NSURLErrorFailingURLErrorKey` and `failingURLStringKey`
-/// (the URL that failed), the device's localized description, `_kCFStreamErrorDomainKey` and
+/// The error carries the code, `NSURLErrorFailingURLErrorKey` and `NSErrorFailingURLStringKey` (the URL
+/// that failed), the device's localized description (and, for TLS and certificate failures, its recovery
+/// suggestion), `_kCFStreamErrorDomainKey` and
 /// `_kCFStreamErrorCodeKey` when the proxy reported the stream error (`X-ATS-Stream-Error: 3:-9802`), an
 /// underlying `kCFErrorDomainCFNetwork` error with the same values, and the ATS rule that failed
 /// (`X-ATS-Rule`) as the failure reason, in `ATSDeviceError.ruleKey` and in the debug description.
@@ -51,6 +52,10 @@ public enum ATSDeviceError {
             info[streamErrorCodeKey] = stream.code
             underlying[streamErrorDomainKey] = stream.domain
             underlying[streamErrorCodeKey] = stream.code
+            if stream.domain == 3 { underlying["_kCFNetworkCFStreamSSLErrorOriginalValue"] = stream.code }
+        }
+        if (-1204 ... -1200).contains(rawCode) {
+            info[NSLocalizedRecoverySuggestionErrorKey] = "Would you like to connect to the server anyway?"
         }
         if let rule, !rule.isEmpty {
             info[ruleKey] = rule
