@@ -39,7 +39,8 @@ public enum ATSProxyTesting {
         guard let environment else {
             throw Unavailable(
                 description:
-                    "ATS_PROXY_URL and ATS_PROXY_CA_CERT are not set: run the tests under 'ats-proxy exec -- swift test'")
+                    "ATS_PROXY_URL and ATS_PROXY_CA_CERT are not set: run the tests under 'ats-proxy exec -- swift test'"
+            )
         }
         let transport = transportConfiguration(base.copy() as! URLSessionConfiguration, environment: environment)
         ATSProxyURLProtocol.install(transport: makeTransportSession(transport, environment: environment))

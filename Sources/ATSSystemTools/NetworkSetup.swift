@@ -82,7 +82,9 @@ public struct NetworkSetup: Sendable {
         guard let enabled = fields["Enabled"], let port = fields["Port"].flatMap({ Int($0) }) else {
             throw ToolError(
                 commandLine: tool.commandLine(arguments),
-                problem: "unexpected answer (no Enabled/Port lines): \(output.trimmingCharacters(in: .whitespacesAndNewlines))")
+                problem:
+                    "unexpected answer (no Enabled/Port lines): \(output.trimmingCharacters(in: .whitespacesAndNewlines))"
+            )
         }
         return ProxySetting(enabled: enabled == "Yes", server: fields["Server"] ?? "", port: port)
     }
@@ -120,7 +122,8 @@ public struct NetworkSetup: Sendable {
             let message = complaint.map(String.init) ?? output.message
             throw ToolError(
                 commandLine: tool.commandLine(arguments),
-                problem: message.isEmpty ? "exit status \(output.status)" : message.trimmingCharacters(in: .whitespaces))
+                problem: message.isEmpty ? "exit status \(output.status)" : message.trimmingCharacters(in: .whitespaces)
+            )
         }
         return output.stdout
     }

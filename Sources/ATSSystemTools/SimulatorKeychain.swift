@@ -71,7 +71,8 @@ public struct SimulatorKeychain: Sendable {
             guard !devices.isEmpty else {
                 throw ToolError(
                     commandLine: "--simulator all",
-                    problem: "no booted simulator; boot one (open Simulator.app, or xcrun simctl boot UDID) and run again")
+                    problem:
+                        "no booted simulator; boot one (open Simulator.app, or xcrun simctl boot UDID) and run again")
             }
             return devices.map(\.udid)
         }

@@ -63,15 +63,18 @@ public final class SystemProxySwitch {
                 } catch {
                     let undo = Self.restore(saved, networkSetup: networkSetup, stateFile: stateFile)
                     state = .restored
-                    let detail = undo.complete ? "the previous settings were put back" : undo.lines.joined(separator: "; ")
+                    let detail =
+                        undo.complete ? "the previous settings were put back" : undo.lines.joined(separator: "; ")
                     throw ToolError(commandLine: "--system-proxy", problem: "\(error) (\(detail))")
                 }
                 lines.append(
-                    "system proxy: \(service.name) \(kind.label) proxy → \(host):\(port) (was \(service.setting(kind)))")
+                    "system proxy: \(service.name) \(kind.label) proxy → \(host):\(port) (was \(service.setting(kind)))"
+                )
             }
         }
         lines.append(
-            "system proxy: restored at exit; after a crash run 'ats-proxy system-proxy restore' (saved in \(stateFile.path))")
+            "system proxy: restored at exit; after a crash run 'ats-proxy system-proxy restore' (saved in \(stateFile.path))"
+        )
         state = .engaged(saved)
         return lines
     }

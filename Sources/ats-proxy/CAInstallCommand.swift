@@ -10,7 +10,8 @@ struct CATrustStoreOptions: ParsableArguments {
         help: "iOS Simulator: booted (the booted one), a device UDID, or all (every booted simulator); repeatable.")
     var simulator: [String] = []
 
-    @Flag(name: .long, help: "macOS: the login keychain, trusted as a root for this user (macOS asks for the password).")
+    @Flag(
+        name: .long, help: "macOS: the login keychain, trusted as a root for this user (macOS asks for the password).")
     var keychain = false
 
     @Flag(name: .long, help: "Linux: the system trust store (anchor directory + update-ca-certificates); needs root.")

@@ -94,8 +94,9 @@ struct ExecCommand: ParsableCommand {
             environment[key] = proxyURL
         }
         for key in ["NO_PROXY", "no_proxy"] { environment.removeValue(forKey: key) }
-        for key in ["SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "ATS_PROXY_CA_BUNDLE"]
-        {
+        for key in [
+            "SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "ATS_PROXY_CA_BUNDLE",
+        ] {
             environment[key] = bundle
         }
         environment["ATS_PROXY_CA_CERT"] = launched.caPath

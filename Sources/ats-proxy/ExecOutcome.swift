@@ -29,7 +29,8 @@ struct ExecOutcome {
             lines.append(
                 "ats-proxy: \(SessionStats.clientUntrustedCALine): \(stats.clientUntrustedCA) TLS handshake(s) refused\(host); \(advice)"
             )
-            lines.append("\(summary); exiting \(ExecCommand.clientUntrustedStatus) (a set-up failure, not an ATS verdict)")
+            lines.append(
+                "\(summary); exiting \(ExecCommand.clientUntrustedStatus) (a set-up failure, not an ATS verdict)")
         } else if status == 3 {
             lines.append("\(summary); exiting 3 (use --allow-violations to keep the command's status)")
         } else {

@@ -25,7 +25,10 @@ import Testing
         }
         #expect(try fakes.proxy("Bluetooth PAN", "web") == nil, "a disabled service is left alone")
         #expect(FileManager.default.fileExists(atPath: fakes.stateFilePath), "the previous settings are saved")
-        #expect(lines.contains { $0.contains("Thunderbolt Bridge HTTPS proxy → 127.0.0.1:8080 (was off (corp.example:3128 kept))") })
+        #expect(
+            lines.contains {
+                $0.contains("Thunderbolt Bridge HTTPS proxy → 127.0.0.1:8080 (was off (corp.example:3128 kept))")
+            })
         #expect(lines.last?.contains("ats-proxy system-proxy restore") == true)
         // The state was saved before the first change.
         let calls = fakes.calls()
@@ -87,8 +90,11 @@ import Testing
         try stateFile.create(saved)
 
         let next = Self.makeSwitch(fakes)
-        let refusal = #expect(throws: ToolError.self) { _ = try next.engage(host: "127.0.0.1", port: 8081, services: nil) }
-        #expect(refusal?.problem.contains("ended without restoring it; run 'ats-proxy system-proxy restore' first") == true)
+        let refusal = #expect(throws: ToolError.self) {
+            _ = try next.engage(host: "127.0.0.1", port: 8081, services: nil)
+        }
+        #expect(
+            refusal?.problem.contains("ended without restoring it; run 'ats-proxy system-proxy restore' first") == true)
 
         let outcome = SystemProxySwitch.restore(
             saved, networkSetup: NetworkSetup(environment: fakes.environment), stateFile: stateFile)
@@ -124,8 +130,11 @@ import Testing
         state["fail"] = ["set:Thunderbolt Bridge:web": ["** Error: Command requires admin privileges.", 14, "stdout"]]
         let fakes = try FakeTools(state: state)
         let proxySwitch = Self.makeSwitch(fakes)
-        let error = #expect(throws: ToolError.self) { _ = try proxySwitch.engage(host: "127.0.0.1", port: 8080, services: nil) }
-        #expect(error?.description.contains("Command requires admin privileges") == true, "\(String(describing: error))")
+        let error = #expect(throws: ToolError.self) {
+            _ = try proxySwitch.engage(host: "127.0.0.1", port: 8080, services: nil)
+        }
+        #expect(
+            error?.description.contains("Command requires admin privileges") == true, "\(String(describing: error))")
         #expect(error?.description.contains("the previous settings were put back") == true)
         #expect(try fakes.proxy("Wi-Fi", "web")?.enabled == false)
         #expect(try fakes.proxy("Wi-Fi", "secureWeb")?.enabled == false)
@@ -147,7 +156,8 @@ import Testing
         let error = #expect(throws: ToolError.self) {
             _ = try Self.makeSwitch(fakes).engage(host: "127.0.0.1", port: 8080, services: ["Ethernet"])
         }
-        #expect(error?.description == "networksetup -getwebproxy Ethernet: Ethernet is not a recognized network service.")
+        #expect(
+            error?.description == "networksetup -getwebproxy Ethernet: Ethernet is not a recognized network service.")
     }
 
     @Test func aFailedRestoreKeepsTheStateForALaterRun() throws {

@@ -83,7 +83,9 @@ import Testing
         let store = try LinuxTrustAnchors.detect(directory: anchors, environment: fakes.environment)
         #expect(store.layout.tool == "update-ca-certificates")
         let lines = try store.install(ca)
-        #expect(FileManager.default.contents(atPath: anchors + "/ats-proxy-ca.crt") == FileManager.default.contents(atPath: ca))
+        #expect(
+            FileManager.default.contents(atPath: anchors + "/ats-proxy-ca.crt")
+                == FileManager.default.contents(atPath: ca))
         #expect(lines.last == "system trust store: update-ca-certificates ran (1 added, 0 removed; done.)")
         _ = try store.uninstall()
         #expect(!FileManager.default.fileExists(atPath: anchors + "/ats-proxy-ca.crt"))
@@ -112,19 +114,24 @@ import Testing
     @Test func linuxWithoutAnyUpdateToolSaysWhatToInstall() throws {
         var environment = ProcessInfo.processInfo.environment
         environment["PATH"] = "/nonexistent"
-        let error = #expect(throws: ToolError.self) { _ = try LinuxTrustAnchors.detect(directory: nil, environment: environment) }
+        let error = #expect(throws: ToolError.self) {
+            _ = try LinuxTrustAnchors.detect(directory: nil, environment: environment)
+        }
         #expect(error?.problem.contains("apt-get install ca-certificates") == true)
     }
 
     @Test func systemBundlePathsListsExistingFilesOnce() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ats-bundles-\(UUID().uuidString.prefix(8))")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ats-bundles-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let real = directory.appendingPathComponent("tls-ca-bundle.pem").path
         try Data("x".utf8).write(to: URL(fileURLWithPath: real))
         let link = directory.appendingPathComponent("ca-bundle.crt").path
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: real)
-        let paths = TrustOverlay.systemBundlePaths(candidates: [link, real, directory.appendingPathComponent("none").path])
+        let paths = TrustOverlay.systemBundlePaths(candidates: [
+            link, real, directory.appendingPathComponent("none").path,
+        ])
         #expect(paths == [(real as NSString).resolvingSymlinksInPath])
     }
 }

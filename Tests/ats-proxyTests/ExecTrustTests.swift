@@ -89,7 +89,8 @@ import Testing
         let result = try Self.exec(origins.proxyArguments + ["--", script])
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         #expect(result.stdout.contains("overlay=active"), "\(result.stdout)\n\(result.stderr)")
-        #expect(result.stdout.contains("inside=\(outsideCount + 1)"), "the system path shows the roots plus the proxy CA")
+        #expect(
+            result.stdout.contains("inside=\(outsideCount + 1)"), "the system path shows the roots plus the proxy CA")
         #expect(result.stdout.contains("curl-default 200"))
         #expect(result.stdout.contains("curl-system-path 200"))
         #expect(result.stdout.contains("\(api) status 200"), "bare URLSession trusts the proxy CA: \(result.stdout)")
@@ -105,7 +106,9 @@ import Testing
         let result = try Self.exec(
             ["--trust-overlay", "off", "--report", report.path, "--", Self.client, "https://localhost:1/"])
         #expect(result.status == 4, "\(result.stderr)")
-        #expect(result.stdout.contains("https://localhost:1/ error -1 "), "libcurl refused the certificate: \(result.stdout)")
+        #expect(
+            result.stdout.contains("https://localhost:1/ error -1 "),
+            "libcurl refused the certificate: \(result.stdout)")
         #expect(
             result.stderr.contains(
                 "ats-proxy: the client does not trust the proxy CA: 1 TLS handshake(s) refused (first: localhost); "),
@@ -166,7 +169,10 @@ import Testing
         for arguments in [["exec", "--help"], ["help", "exec"]] {
             let result = try CLITests.run(arguments)
             #expect(result.status == 0, "\(arguments): \(result.stderr)")
-            for text in ["ATS_PROXY_URL", "ATS_PROXY_CA_CERT", "ATS_PROXY_CA_BUNDLE", "ATS_PROXY_TRUST_OVERLAY", "SSL_CERT_FILE", "4 if the client refused"] {
+            for text in [
+                "ATS_PROXY_URL", "ATS_PROXY_CA_CERT", "ATS_PROXY_CA_BUNDLE", "ATS_PROXY_TRUST_OVERLAY", "SSL_CERT_FILE",
+                "4 if the client refused",
+            ] {
                 #expect(result.stdout.contains(text), "\(arguments) lacks \(text)")
             }
         }

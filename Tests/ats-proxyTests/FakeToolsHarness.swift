@@ -58,10 +58,10 @@ final class FakeToolsHarness: @unchecked Sendable {
     /// A Mac with Wi-Fi (no proxy), a disabled service, and Ethernet with a switched-off corporate HTTPS proxy.
     static var macState: [String: Any] {
         [
-        "services": ["Wi-Fi", "*Bluetooth PAN", "Ethernet"],
-        "proxies": [
-            "Ethernet": ["secureWeb": ["enabled": false, "server": "corp.example", "port": 3128]]
-        ],
+            "services": ["Wi-Fi", "*Bluetooth PAN", "Ethernet"],
+            "proxies": [
+                "Ethernet": ["secureWeb": ["enabled": false, "server": "corp.example", "port": 3128]]
+            ],
         ]
     }
 

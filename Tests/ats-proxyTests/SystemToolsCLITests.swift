@@ -130,7 +130,8 @@ import Testing
         try fakes.setState(["simulators": [["udid": "A1", "name": "iPhone 16", "state": "Shutdown"]]])
         let none = try fakes.run(["ca", "install", "--simulator", "booted", "--ca-dir", directory.path])
         #expect(none.status == 1)
-        #expect(none.stderr.contains("ats-proxy: error: --simulator booted: xcrun simctl keychain booted add-root-cert"))
+        #expect(
+            none.stderr.contains("ats-proxy: error: --simulator booted: xcrun simctl keychain booted add-root-cert"))
         #expect(none.stderr.contains("No devices are booted."))
         let noneAll = try fakes.run(["ca", "install", "--simulator", "all", "--ca-dir", directory.path])
         #expect(noneAll.status == 1)
@@ -162,12 +163,20 @@ import Testing
         #expect(delete[3].count == 64 && delete[3].allSatisfy(\.isHexDigit), "SHA-256 of the CA: \(delete[3])")
         #expect(!FileManager.default.fileExists(atPath: anchors + "/ats-proxy-ca.crt"))
 
-        try fakes.setState(["fail": ["add-trusted-cert": ["SecTrustSettingsSetTrustSettings: The authorization was denied since no user interaction was possible.", 1, "stderr"]]])
+        try fakes.setState([
+            "fail": [
+                "add-trusted-cert": [
+                    "SecTrustSettingsSetTrustSettings: The authorization was denied since no user interaction was possible.",
+                    1, "stderr",
+                ]
+            ]
+        ])
         let denied = try fakes.run(["ca", "install", "--keychain", "--ca-dir", directory.path])
         #expect(denied.status == 1)
         #expect(denied.stderr.contains("The authorization was denied"))
         let nowhere = try fakes.run(["ca", "install", "--ca-dir", directory.path])
         #expect(nowhere.status == 2)
-        #expect(nowhere.stderr.contains("say where: --simulator booted|UDID|all, --keychain (macOS) or --system (Linux)"))
+        #expect(
+            nowhere.stderr.contains("say where: --simulator booted|UDID|all, --keychain (macOS) or --system (Linux)"))
     }
 }
