@@ -3,9 +3,9 @@
     import Security
 
     /// A session delegate that trusts the proxy's CA for server-trust challenges, on Apple platforms: the
-    /// presented chain is evaluated with the proxy CA added to the system anchors (tunnelled hosts keep their
-    /// real certificates), the host name checked as
-    /// usual. Any other challenge gets the default handling.
+    /// presented chain is evaluated with the proxy CA added to the system anchors (tunnelled hosts keep
+    /// their real certificates), the host name checked as usual. Any other challenge gets the default
+    /// handling.
     public final class ATSProxyTrustDelegate: NSObject, URLSessionDelegate, @unchecked Sendable {
         /// The proxy CA; nil when the file could not be read (then challenges get the default handling).
         private let anchor: SecCertificate?
@@ -15,23 +15,16 @@
         }
 
         public func urlSession(
-            _ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
-            completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
-        ) {
+            _ session: URLSession, didReceive challenge: URLAuthenticationChallenge
+        ) async -> (URLSession.AuthChallengeDisposition, URLCredential?) {
             guard challenge.protectionSpace.authenticationMethod == NSURLAuthenticationMethodServerTrust,
                 let trust = challenge.protectionSpace.serverTrust, let anchor
-            else {
-                completionHandler(.performDefaultHandling, nil)
-                return
-            }
+            else { return (.performDefaultHandling, nil) }
             SecTrustSetAnchorCertificates(trust, [anchor] as CFArray)
             SecTrustSetAnchorCertificatesOnly(trust, false)
             var error: CFError?
-            if SecTrustEvaluateWithError(trust, &error) {
-                completionHandler(.useCredential, URLCredential(trust: trust))
-            } else {
-                completionHandler(.cancelAuthenticationChallenge, nil)
-            }
+            guard SecTrustEvaluateWithError(trust, &error) else { return (.cancelAuthenticationChallenge, nil) }
+            return (.useCredential, URLCredential(trust: trust))
         }
     }
 #endif
