@@ -63,8 +63,9 @@ public struct ExternalTool: Sendable {
     }
 
     /// Runs the tool and returns what it printed, whatever its exit status; throws only when it cannot
-    /// be started (not on `PATH`, not executable).
-    public func run(_ arguments: [String]) throws -> ToolOutput {
+    /// be started (not on `PATH`, not executable). `interactive` leaves standard input connected, so a tool
+    /// that asks for a password on the terminal (`security`) can read it.
+    public func run(_ arguments: [String], interactive: Bool = false) throws -> ToolOutput {
         guard let executable = locate() else {
             throw ToolError(commandLine: commandLine(arguments), problem: "'\(name)' is not on PATH")
         }
@@ -82,7 +83,7 @@ public struct ExternalTool: Sendable {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = environment
-        process.standardInput = FileHandle.nullDevice
+        if !interactive { process.standardInput = FileHandle.nullDevice }
         process.standardOutput = out
         process.standardError = err
         do {
@@ -104,8 +105,8 @@ public struct ExternalTool: Sendable {
 
     /// Runs the tool and throws a `ToolError` quoting its message when it exits non-zero.
     @discardableResult
-    public func check(_ arguments: [String]) throws -> ToolOutput {
-        let output = try run(arguments)
+    public func check(_ arguments: [String], interactive: Bool = false) throws -> ToolOutput {
+        let output = try run(arguments, interactive: interactive)
         guard output.status == 0 else {
             let message = output.message.isEmpty ? "no message" : output.message
             throw ToolError(commandLine: commandLine(arguments), problem: "exit status \(output.status): \(message)")
