@@ -26,7 +26,8 @@ struct ExecCommand: ParsableCommand {
 
             On Linux some clients read only the system bundle (URLSession's libcurl, OpenSSL's defaults). \
             With --trust-overlay auto (the default) the command runs in a private mount namespace in which \
-            the system bundle path shows the bundle above; nothing on the machine changes. That needs root \
+            the system bundle path (or each --trust-overlay-path) shows the bundle above; nothing on the \
+            machine changes. That needs root \
             or unprivileged user namespaces; when neither is there, exec says what to run instead.
 
             Exit status: the command's; 3 if it succeeded but ATS violations were seen (unless \
@@ -55,6 +56,12 @@ struct ExecCommand: ParsableCommand {
         name: .long,
         help: "Linux: show the proxy CA in the system bundle to the command: auto, require or off (see below).")
     var trustOverlay: TrustOverlayMode = .auto
+
+    @Option(
+        name: .long,
+        help: "Linux: a CA bundle path to show the proxy CA at (repeatable; default: the distribution's system bundle)."
+    )
+    var trustOverlayPath: [String] = []
 
     @Argument(parsing: .captureForPassthrough, help: "The command and its arguments (after --).")
     var command: [String] = []
@@ -149,7 +156,7 @@ struct ExecCommand: ParsableCommand {
     func prepareOverlay(bundle: String) -> (launcher: [String]?, state: String) {
         #if os(Linux)
             guard trustOverlay != .off else { return (nil, "off") }
-            let targets = TrustOverlay.systemBundlePaths()
+            let targets = trustOverlayPath.isEmpty ? TrustOverlay.systemBundlePaths() : trustOverlayPath
             guard !targets.isEmpty, let me = Self.ownExecutable() else { return (nil, "unavailable") }
             let launcher = [me, "trust-overlay-exec", "--bundle", bundle] + targets.flatMap { ["--target", $0] }
             let probe = Self.probe(launcher)

@@ -182,3 +182,42 @@ import Testing
         try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "BEGIN CERTIFICATE").count - 1
     }
 }
+
+extension ExecTrustTests {
+    @Test func anOverlayThatCannotBeSetUpIsExplainedAndRequireFails() throws {
+        let missing = "/nonexistent-ats-proxy/ca-bundle.pem"
+        let script = try ExecTests.script("echo \"overlay=$ATS_PROXY_TRUST_OVERLAY\"")
+        let auto = try Self.exec(["--diagnostics", "0", "--trust-overlay-path", missing, "--", script])
+        #expect(auto.status == 0, "\(auto.stderr)")
+        #expect(auto.stdout.contains("overlay=unavailable"))
+        #expect(
+            auto.stderr.contains(
+                "note: cannot show the proxy CA at \(missing) to the command (bind-mounting "), "\(auto.stderr)")
+        #expect(auto.stderr.contains("over \(missing): No such file or directory)"))
+        #expect(auto.stderr.contains("sudo ats-proxy ca install --system --ca-dir "))
+        #expect(auto.stderr.contains("kernel.unprivileged_userns_clone=1"))
+
+        let required = try Self.exec([
+            "--diagnostics", "0", "--trust-overlay-path", missing, "--trust-overlay", "require", "--", script,
+        ])
+        #expect(required.status == 2)
+        #expect(!required.stdout.contains("overlay="), "the command did not run")
+        #expect(required.stderr.contains("--trust-overlay require: the overlay cannot be set up"))
+    }
+
+    @Test func aChosenBundlePathShowsTheProxyCA() throws {
+        let directory = try TemporaryDirectory("exec-trust-path")
+        let own = try directory.write("app-roots.pem", "not a certificate\n")
+        let script = try ExecTests.script(
+            """
+            echo "overlay=$ATS_PROXY_TRUST_OVERLAY"
+            grep -c "BEGIN CERTIFICATE" \(own)
+            """)
+        let result = try Self.exec(["--diagnostics", "0", "--trust-overlay-path", own, "--", script])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("overlay=active"))
+        let count = Int(result.stdout.split(separator: "\n").last ?? "") ?? 0
+        #expect(count > 1, "the file shows the system roots and the proxy CA inside: \(result.stdout)")
+        #expect(try String(contentsOfFile: own, encoding: .utf8) == "not a certificate\n", "unchanged outside")
+    }
+}
