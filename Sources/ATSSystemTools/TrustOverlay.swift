@@ -63,12 +63,21 @@ public enum TrustOverlay {
         return copies.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 
-    /// What a user can run instead when the overlay is not allowed, for a command that ran as `user`.
-    public static func alternatives(caDirectoryArgument: String) -> [String] {
-        [
+    /// What a user can run instead when the overlay is not allowed; `root` when exec already runs as root
+    /// (then only the capability is missing, as in a container).
+    public static func alternatives(caDirectoryArgument: String, root: Bool) -> [String] {
+        let install =
+            "trust the proxy CA machine-wide: \(root ? "" : "sudo ")ats-proxy ca install --system\(caDirectoryArgument) (undo: \(root ? "" : "sudo ")ats-proxy ca uninstall --system\(caDirectoryArgument))"
+        if root {
+            return [
+                "give the process CAP_SYS_ADMIN (a container: docker run --cap-add SYS_ADMIN, or --privileged)",
+                "or \(install)",
+            ]
+        }
+        return [
             "allow unprivileged user namespaces: sudo sysctl -w kernel.unprivileged_userns_clone=1 (Debian), or sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu 24.04 and later)",
             "or run exec as root: sudo ats-proxy exec …",
-            "or trust the proxy CA machine-wide: sudo ats-proxy ca install --system\(caDirectoryArgument) (undo: sudo ats-proxy ca uninstall --system\(caDirectoryArgument))",
+            "or \(install)",
         ]
     }
 }

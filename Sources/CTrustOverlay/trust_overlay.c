@@ -30,15 +30,20 @@ int ats_trust_overlay_enter(const char *bundle, const char *const *targets, int 
                             size_t capacity) {
     uid_t uid = geteuid();
     gid_t gid = getegid();
-    int flags = CLONE_NEWNS;
-    if (uid != 0) flags |= CLONE_NEWUSER;
-    if (unshare(flags) != 0) {
+    // Root needs only a mount namespace; without CAP_SYS_ADMIN (a container) a user namespace may still do.
+    int withUser = uid != 0;
+    int result = unshare(withUser ? CLONE_NEWUSER | CLONE_NEWNS : CLONE_NEWNS);
+    if (result != 0 && !withUser && errno == EPERM) {
+        withUser = 1;
+        result = unshare(CLONE_NEWUSER | CLONE_NEWNS);
+    }
+    if (result != 0) {
         int error = errno;
-        snprintf(message, capacity, "unshare(%s): %s", uid != 0 ? "CLONE_NEWUSER|CLONE_NEWNS" : "CLONE_NEWNS",
+        snprintf(message, capacity, "unshare(%s): %s", withUser ? "CLONE_NEWUSER|CLONE_NEWNS" : "CLONE_NEWNS",
                  strerror(error));
         return error;
     }
-    if (uid != 0) {
+    if (withUser) {
         char map[64];
         int error = write_proc_file("/proc/self/setgroups", "deny");
         if (error == 0) {

@@ -165,7 +165,7 @@ struct ExecCommand: ParsableCommand {
             var lines = [
                 "ats-proxy: note: cannot show the proxy CA at \(targets.joined(separator: ", ")) to the command (\(probe.reason)); clients that read only the system bundle (URLSession on Linux) will refuse the proxy's certificate. Instead:"
             ]
-            lines += TrustOverlay.alternatives(caDirectoryArgument: caArgument).map { "  \($0)" }
+            lines += TrustOverlay.alternatives(caDirectoryArgument: caArgument, root: geteuid() == 0).map { "  \($0)" }
             FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
             if trustOverlay == .require {
                 try? FileManager.default.removeItem(atPath: bundle)

@@ -3,8 +3,8 @@
 
 #include <stddef.h>
 
-/// Moves the calling process into a private mount namespace (and, when it is not root, a user namespace
-/// that maps its own uid and gid onto themselves) and bind-mounts `bundle` over each of the `count` paths in
+/// Moves the calling process into a private mount namespace (and, when it is not root or root lacks
+/// CAP_SYS_ADMIN, a user namespace that maps its own uid and gid onto themselves) and bind-mounts `bundle` over each of the `count` paths in
 /// `targets`, so that the process and its children read `bundle` there. The machine's files are not changed;
 /// the mounts vanish with the last process of the namespace.
 ///
