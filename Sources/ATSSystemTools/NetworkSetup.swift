@@ -91,12 +91,12 @@ public struct NetworkSetup: Sendable {
 
     /// Points the `kind` proxy of `service` at `host:port` and turns it on.
     public func setProxy(_ kind: ProxyKind, of service: String, host: String, port: Int) throws {
-        try checked(["-set\(kind.flagWord)", service, host, "\(port)"])
+        try checked(["-set\(kind.flagWord)", service, host, "\(port)"], interactive: true)
     }
 
     /// Turns the `kind` proxy of `service` on or off, keeping its server and port.
     public func setProxyState(_ kind: ProxyKind, of service: String, enabled: Bool) throws {
-        try checked(["-set\(kind.flagWord)state", service, enabled ? "on" : "off"])
+        try checked(["-set\(kind.flagWord)state", service, enabled ? "on" : "off"], interactive: true)
     }
 
     /// Puts `setting` back as the `kind` proxy of `service` (server and port when it had one, then its state).
@@ -109,10 +109,11 @@ public struct NetworkSetup: Sendable {
         }
     }
 
-    /// Runs networksetup and returns its output, throwing on a non-zero status or an `Error` line.
+    /// Runs networksetup and returns its output, throwing on a non-zero status or an `Error` line. Changes
+    /// run `interactive` (standard input connected), in case networksetup asks for a password.
     @discardableResult
-    private func checked(_ arguments: [String]) throws -> String {
-        let output = try tool.run(arguments)
+    private func checked(_ arguments: [String], interactive: Bool = false) throws -> String {
+        let output = try tool.run(arguments, interactive: interactive)
         let text = output.stdout + output.stderr
         let complaint = text.split(separator: "\n").first {
             $0.contains("Error") || $0.contains("is not a recognized network service")
