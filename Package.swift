@@ -27,6 +27,9 @@ let package = Package(
     products: [
         .executable(name: "ats-proxy", targets: ["ats-proxy"]),
         .library(name: "ATSPolicy", targets: ["ATSPolicy"]),
+        // For an app's test suite run under `ats-proxy exec`: Foundation only, no unsafe flags in its
+        // closure, so a package can depend on it by version (SwiftPM checks only the product's own targets).
+        .library(name: "ATSProxyTesting", targets: ["ATSProxyTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -64,10 +67,14 @@ let package = Package(
             dependencies: ["ATSProxyCore", "CATSPoll", .product(name: "Logging", package: "swift-log")],
             swiftSettings: hotPath
         ),
+        .target(name: "CTrustOverlay"),
+        .target(name: "ATSSystemTools", dependencies: ["CTrustOverlay"]),
+        .target(name: "ATSProxyTesting"),
         .executableTarget(
             name: "ats-proxy",
             dependencies: [
                 "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO", "ATSReport", "ATSDiagnose",
+                "ATSSystemTools",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -97,5 +104,10 @@ let package = Package(
         .testTarget(
             name: "ats-proxyTests", dependencies: ["ATSPolicy", "ATSTLS", "ATSTestSupport"], exclude: ["Fixtures"]
         ),
+        .testTarget(name: "ATSSystemToolsTests", dependencies: ["ATSSystemTools"]),
+        .testTarget(name: "ATSProxyTestingTests", dependencies: ["ATSProxyTesting", "ATSPolicy"]),
+        // A URLSession client built on ATSProxyTesting, run by the tests as the child of `ats-proxy exec`.
+        .executableTarget(
+            name: "ats-proxy-urlsession-client", dependencies: ["ATSProxyTesting"], path: "Tests/URLSessionClient"),
     ]
 )

@@ -133,6 +133,7 @@ struct ObservedLoad: Sendable, Hashable {
         switch record.result {
         case .completed: return .ok
         case .blockedCleartext, .reported: return .violation
+        case .clientUntrustedCA: return .clientUntrustedCA
         case .failed:
             guard let code = record.errorCode else { return .transportFailure }
             switch code {

@@ -93,6 +93,7 @@ enum ReportHTMLWriter {
     static func statusLabel(_ status: HostStatus) -> (String, String) {
         switch status {
         case .violation: ("ATS violation", "bad")
+        case .clientUntrustedCA: ("client does not trust the proxy CA", "warn")
         case .trustFailure: ("trust failure", "warn")
         case .transportFailure: ("connection failure", "warn")
         case .ok: ("allowed", "good")

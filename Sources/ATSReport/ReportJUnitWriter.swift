@@ -1,13 +1,14 @@
+import ATSProxyCore
 import Foundation
 
 /// Writes `junit.xml`: one test suite for the session, one test case per host. An ATS violation
 /// is a `<failure>` carrying the codes, the rule and the fix; a failure ATS did not cause (default
-/// trust, DNS, refused connections) is an `<error>`; a host whose loads all passed has neither.
+/// trust, a client that does not trust the proxy CA, DNS, refused connections) is an `<error>`; a host whose loads all passed has neither.
 enum ReportJUnitWriter {
     static func render(_ document: SessionReportDocument) -> String {
         let e = PlistFragmentWriter.escape
         let failures = document.hosts.filter { $0.status == .violation }.count
-        let errors = document.hosts.filter { $0.status == .trustFailure || $0.status == .transportFailure }.count
+        let errors = document.hosts.filter { $0.status != .violation && $0.status != .ok }.count
         let tests = document.hosts.count
         let total = String(format: "%.3f", document.hosts.reduce(0) { $0 + $1.durationMilliseconds } / 1000)
         var lines: [String] = [#"<?xml version="1.0" encoding="UTF-8"?>"#]
@@ -42,6 +43,9 @@ enum ReportJUnitWriter {
                     "ATS violation (\(codes.isEmpty ? "blocked" : codes)): \(host.failedRule ?? "")"
                     + (host.fix.map { "; fix: \($0)" } ?? "")
                 lines.append(#"      <failure message="\#(e(message))" type="ATSViolation">\#(e(summary))</failure>"#)
+            case .clientUntrustedCA:
+                let message = "\(SessionStats.clientUntrustedCALine): \(host.failedRule ?? "")"
+                lines.append(#"      <error message="\#(e(message))" type="ClientUntrustedCA">\#(e(summary))</error>"#)
             case .trustFailure, .transportFailure:
                 let type = host.status == .trustFailure ? "TrustFailure" : "ConnectionFailure"
                 let message = "\(codes.isEmpty ? "failed" : codes): \(host.failedRule ?? "")"

@@ -177,6 +177,7 @@ extension SessionReport {
         var hosts: [String: HostAccumulator] = [:]
         var requests = 0
         var violations = 0
+        var clientUntrustedCA = 0
         var droppedHosts = 0
         /// What the host filter left alone (set when the report is written).
         var ignored = HostFilter.Ignored()
@@ -189,6 +190,7 @@ extension SessionReport {
             if load?.kind == .violation || (load == nil && ObservedLoad.kind(of: record) == .violation) {
                 violations += 1
             }
+            if record.result == .clientUntrustedCA { clientUntrustedCA += 1 }
             let host = load?.target.host ?? "(unparsed URL)"
             guard hosts[host] != nil || hosts.count < SessionReport.maximumHosts else {
                 droppedHosts += 1
@@ -247,7 +249,8 @@ extension SessionReport {
                     blocked: hostReports.reduce(0) { $0 + $1.blocked },
                     failed: hostReports.reduce(0) { $0 + $1.failed },
                     reported: hostReports.reduce(0) { $0 + $1.reported }, hosts: hostReports.count,
-                    violations: violations, ignoredConnections: ignored.connections, ignoredHosts: ignored.hosts),
+                    violations: violations, ignoredConnections: ignored.connections, ignoredHosts: ignored.hosts,
+                    clientUntrustedCA: clientUntrustedCA),
                 hosts: hostReports, minimalDictionary: minimal, comparison: comparison)
         }
 
@@ -315,7 +318,7 @@ extension SessionReport {
             switch record.result {
             case .completed: allowed += 1
             case .blockedCleartext: blocked += 1
-            case .failed: failed += 1
+            case .failed, .clientUntrustedCA: failed += 1
             case .reported: reported += 1
             }
             let kind = load?.kind ?? ObservedLoad.kind(of: record)

@@ -70,12 +70,17 @@ public struct Totals: Sendable, Codable, Equatable {
     public var ignoredConnections: Int = 0
     /// Distinct hosts among them.
     public var ignoredHosts: Int = 0
+    /// TLS handshakes the client refused because it does not trust the proxy CA (a set-up failure, not ATS).
+    public var clientUntrustedCA: Int
 }
 
 /// How bad a host's traffic was; hosts are sorted by this, worst first.
 public enum HostStatus: String, Sendable, Codable, Comparable, CaseIterable {
     /// At least one request broke ATS.
     case violation
+    /// No ATS violation, but the client refused the proxy's certificate: the proxy CA is not trusted by the
+    /// client, so what the app would have done is unknown (a set-up failure).
+    case clientUntrustedCA = "client-untrusted-ca"
     /// No ATS violation, but a certificate-trust failure outside ATS (default trust).
     case trustFailure = "trust-failure"
     /// Only connection failures (DNS, refused, timeout): not ATS's doing.
@@ -83,10 +88,11 @@ public enum HostStatus: String, Sendable, Codable, Comparable, CaseIterable {
     /// Every request was allowed.
     case ok
 
-    /// 3 for the worst, 0 for `ok`.
+    /// 4 for the worst, 0 for `ok`.
     public var rank: Int {
         switch self {
-        case .violation: 3
+        case .violation: 4
+        case .clientUntrustedCA: 3
         case .trustFailure: 2
         case .transportFailure: 1
         case .ok: 0
@@ -134,7 +140,7 @@ public struct VerdictSummary: Sendable, Codable, Equatable {
     public var result: String
     /// `-1022`, `-1200 [3:-9836]`; nil for completed loads.
     public var code: String?
-    /// `violation`, `trust-failure`, `transport-failure` or `ok`.
+    /// `violation`, `client-untrusted-ca`, `trust-failure`, `transport-failure` or `ok`.
     public var kind: HostStatus
     public var count: Int
     public var rule: String

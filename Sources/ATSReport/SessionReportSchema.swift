@@ -60,13 +60,15 @@ public enum SessionReportSchema {
             },
             "totals": {
               "type": "object", "additionalProperties": false,
-              "required": ["requests", "allowed", "blocked", "failed", "reported", "hosts", "violations"],
+              "required": ["requests", "allowed", "blocked", "failed", "reported", "hosts", "violations",
+                           "clientUntrustedCA"],
               "properties": {
                 "requests": { "$ref": "#/$defs/count" }, "allowed": { "$ref": "#/$defs/count" },
                 "blocked": { "$ref": "#/$defs/count" }, "failed": { "$ref": "#/$defs/count" },
                 "reported": { "$ref": "#/$defs/count" }, "hosts": { "$ref": "#/$defs/count" },
                 "violations": { "$ref": "#/$defs/count" },
-                "ignoredConnections": { "$ref": "#/$defs/count" }, "ignoredHosts": { "$ref": "#/$defs/count" }
+                "ignoredConnections": { "$ref": "#/$defs/count" }, "ignoredHosts": { "$ref": "#/$defs/count" },
+                "clientUntrustedCA": { "$ref": "#/$defs/count" }
               }
             },
             "hosts": { "type": "array", "items": { "$ref": "#/$defs/host" } },
@@ -124,7 +126,7 @@ public enum SessionReportSchema {
             "count": { "type": "integer", "minimum": 0 },
             "boolSetting": { "enum": ["absent", "YES", "NO"] },
             "tlsVersion": { "enum": ["TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"] },
-            "status": { "enum": ["violation", "trust-failure", "transport-failure", "ok"] },
+            "status": { "enum": ["violation", "client-untrusted-ca", "trust-failure", "transport-failure", "ok"] },
             "finding": {
               "type": "object", "additionalProperties": false,
               "required": ["code", "keyPath", "message"],

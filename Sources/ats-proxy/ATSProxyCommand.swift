@@ -19,7 +19,7 @@ struct ATSProxyCommand: ParsableCommand {
         version: ATSProxyVersion.text,
         subcommands: [
             RunCommand.self, ExecCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self,
-            DiagnoseCommand.self, SettingsCommand.self,
+            DiagnoseCommand.self, SettingsCommand.self, SystemProxyCommand.self, TrustOverlayExecCommand.self,
         ],
         defaultSubcommand: RunCommand.self
     )

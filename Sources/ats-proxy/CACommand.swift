@@ -8,7 +8,8 @@ struct CACommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ca", abstract: "Manage the proxy's certificate authority.",
         subcommands: [
-            CAInitCommand.self, CAShowCommand.self, CAExportCommand.self, CASimulatorCommand.self,
+            CAInitCommand.self, CAShowCommand.self, CAExportCommand.self, CAInstallCommand.self,
+            CAUninstallCommand.self, CASimulatorCommand.self,
         ])
 }
 
@@ -114,6 +115,7 @@ struct CASimulatorCommand: ParsableCommand {
             let authority = try ca.loadExisting()
             let path = authority.certificatePath ?? "ats-proxy-ca.pem"
             print(OnboardingSite.simulatorCommand(caPath: path))
+            print("# or let ats-proxy run it: ats-proxy ca install --simulator booted (or a UDID, or all)")
             print("# macOS (system-wide): \(OnboardingSite.macOSCommand(caPath: path))")
         } catch {
             exitWithError(error)

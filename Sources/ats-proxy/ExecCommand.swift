@@ -1,33 +1,73 @@
 import ATSProxyCore
 import ATSProxyIO
+import ATSSystemTools
 import ArgumentParser
 import Foundation
+import Synchronization
 
 /// `ats-proxy exec [options] -- COMMAND ARGS…`: runs a command (a test suite, a script) with its
 /// HTTP and HTTPS traffic going through a private ats-proxy on a free loopback port, then exits
-/// with the command's status, or 3 when the command passed but ATS violations were seen.
+/// with the command's status, 3 when the command passed but ATS violations were seen, or 4 when the
+/// command's client refused the proxy's certificate (the CA is not trusted where it looks).
 struct ExecCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "exec",
         abstract: "Run a command through ats-proxy and fail it on ATS violations.",
         discussion: """
-            The command gets HTTP_PROXY/HTTPS_PROXY (and lower-case forms) pointing at the proxy, \
-            NO_PROXY cleared, and SSL_CERT_FILE, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE and \
-            NODE_EXTRA_CA_CERTS naming a bundle of the system roots plus the proxy's CA.
+            The proxy listens on a free port of 127.0.0.1. The command gets these variables:
+              HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and lower-case forms)  http://127.0.0.1:PORT
+              NO_PROXY, no_proxy                                          removed
+              SSL_CERT_FILE, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE,
+              NODE_EXTRA_CA_CERTS, ATS_PROXY_CA_BUNDLE                    a PEM bundle: system roots + proxy CA
+              ATS_PROXY_URL                                               http://127.0.0.1:PORT
+              ATS_PROXY_CA_CERT                                           the proxy CA certificate (PEM)
+              ATS_PROXY_TRUST_OVERLAY                                     active, unavailable or off (below)
+            ATS_PROXY_URL and ATS_PROXY_CA_CERT are what the ATSProxyTesting library reads.
+
+            On Linux some clients read only the system bundle (URLSession's libcurl, OpenSSL's defaults). \
+            With --trust-overlay auto (the default) the command runs in a private mount namespace in which \
+            the system bundle path (or each --trust-overlay-path) shows the bundle above; nothing on the \
+            machine changes. That needs root \
+            or unprivileged user namespaces; when neither is there, exec says what to run instead.
 
             Exit status: the command's; 3 if it succeeded but ATS violations were seen (unless \
-            --allow-violations); 127 if it cannot be started.
+            --allow-violations); 4 if the client refused the proxy's certificate (it does not trust the proxy \
+            CA: a set-up failure, not an ATS verdict); 127 if the command cannot be started; 2 for bad options.
 
             Example: ats-proxy exec --config Info.plist -- swift test
             """)
+
+    /// Whether to show the bundle at the system bundle path (Linux).
+    enum TrustOverlayMode: String, ExpressibleByArgument, CaseIterable {
+        /// When the process may (root or user namespaces); otherwise a note with what to run instead.
+        case auto
+        /// Fail (status 2) when it cannot be done.
+        case require
+        /// Never.
+        case off
+    }
 
     @OptionGroup var options: ProxyOptions
 
     @Flag(name: .long, help: "Keep the command's exit status even when ATS violations were seen.")
     var allowViolations = false
 
+    @Option(
+        name: .long,
+        help: "Linux: show the proxy CA in the system bundle to the command: auto, require or off (see below).")
+    var trustOverlay: TrustOverlayMode = .auto
+
+    @Option(
+        name: .long,
+        help: "Linux: a CA bundle path to show the proxy CA at (repeatable; default: the distribution's system bundle)."
+    )
+    var trustOverlayPath: [String] = []
+
     @Argument(parsing: .captureForPassthrough, help: "The command and its arguments (after --).")
     var command: [String] = []
+
+    /// Exit status when the client refused the proxy's certificate.
+    static let clientUntrustedStatus: Int32 = 4
 
     mutating func validate() throws {
         // Everything after `exec` is captured for the command, so help must be caught here.
@@ -46,31 +86,42 @@ struct ExecCommand: ParsableCommand {
                 Data("ats-proxy: error: cannot start '\(command[0])': command not found\n".utf8))
             throw ExitCode(127)
         }
+        let untrusted = FirstUntrustedRecord()
         let launched: LaunchedProxy
         let bundle: String
         do {
-            launched = try options.launch(listenOverride: ["127.0.0.1:0"])
+            launched = try options.launch(listenOverride: ["127.0.0.1:0"], observer: { untrusted.offer($0) })
             bundle = try Self.writeBundle(caPath: launched.caPath)
         } catch {
             exitWithError(error)
         }
         let proxyURL = "http://\(launched.bound[0])"
+        let overlay = prepareOverlay(bundle: bundle)
         var environment = ProcessInfo.processInfo.environment
         for key in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"] {
             environment[key] = proxyURL
         }
         for key in ["NO_PROXY", "no_proxy"] { environment.removeValue(forKey: key) }
-        for key in ["SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"] {
+        for key in [
+            "SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "ATS_PROXY_CA_BUNDLE",
+        ] {
             environment[key] = bundle
         }
-        // Not ATS_PROXY_CA_CERT: that variable sets --ca-cert for an ats-proxy the command might run.
-        environment["ATS_PROXY_CA_CERTIFICATE"] = launched.caPath
+        // The ATSProxyTesting library reads it. (As a setting, the same name means --ca-cert: an ats-proxy the
+        // command starts would find this proxy's certificate there, with --ca-key still its own to give.)
+        environment["ATS_PROXY_CA_CERT"] = launched.caPath
         environment["ATS_PROXY_URL"] = proxyURL
+        environment["ATS_PROXY_TRUST_OVERLAY"] = overlay.state
 
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = Array(command.dropFirst())
         process.environment = environment
+        if let prefix = overlay.launcher {
+            process.executableURL = URL(fileURLWithPath: prefix[0])
+            process.arguments = Array(prefix.dropFirst()) + ["--", executable] + Array(command.dropFirst())
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = Array(command.dropFirst())
+        }
         do {
             try process.run()
         } catch {
@@ -93,17 +144,66 @@ struct ExecCommand: ParsableCommand {
         launched.writeReport()
         try? FileManager.default.removeItem(atPath: bundle)
 
-        let stats = launched.stats.snapshot
         var status = process.terminationStatus
         if process.terminationReason == .uncaughtSignal { status = 128 + status }
-        let summary = "ats-proxy: \(stats.requests) requests, \(stats.violations) ATS violations, \(stats.hosts) hosts"
-        if status == 0 && stats.violations > 0 && !allowViolations {
-            FileHandle.standardError.write(
-                Data("\(summary); exiting 3 (use --allow-violations to keep the command's status)\n".utf8))
-            throw ExitCode(3)
+        let outcome = ExecOutcome(
+            stats: launched.stats.snapshot, commandStatus: status, allowViolations: allowViolations,
+            firstUntrusted: untrusted.record, overlayState: overlay.state)
+        FileHandle.standardError.write(Data(outcome.lines.map { $0 + "\n" }.joined().utf8))
+        throw ExitCode(outcome.status)
+    }
+
+    /// How the command is started: through `trust-overlay-exec` when the overlay can be set up, else
+    /// directly; `state` is the value of ATS_PROXY_TRUST_OVERLAY. Prints a note (or fails, with
+    /// `--trust-overlay require`) when the overlay is wanted but not possible.
+    func prepareOverlay(bundle: String) -> (launcher: [String]?, state: String) {
+        #if os(Linux)
+            guard trustOverlay != .off else { return (nil, "off") }
+            let targets = trustOverlayPath.isEmpty ? TrustOverlay.systemBundlePaths() : trustOverlayPath
+            guard !targets.isEmpty, let me = Self.ownExecutable() else { return (nil, "unavailable") }
+            let launcher = [me, "trust-overlay-exec", "--bundle", bundle] + targets.flatMap { ["--target", $0] }
+            let probe = Self.probe(launcher)
+            if probe.ok { return (launcher, "active") }
+            let caArgument = options.ca.caDir.map { " --ca-dir \($0)" } ?? ""
+            var lines = [
+                "ats-proxy: note: cannot show the proxy CA at \(targets.joined(separator: ", ")) to the command (\(probe.reason)); clients that read only the system bundle (URLSession on Linux) will refuse the proxy's certificate. Instead:"
+            ]
+            lines += TrustOverlay.alternatives(caDirectoryArgument: caArgument, root: geteuid() == 0).map { "  \($0)" }
+            FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+            if trustOverlay == .require {
+                try? FileManager.default.removeItem(atPath: bundle)
+                exitWithError(CLIError.configuration("--trust-overlay require: the overlay cannot be set up"))
+            }
+            return (nil, "unavailable")
+        #else
+            return (nil, "off")
+        #endif
+    }
+
+    /// Runs the launcher in probe mode: whether the namespace can be set up here, and why not.
+    static func probe(_ launcher: [String]) -> (ok: Bool, reason: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: launcher[0])
+        process.arguments = Array(launcher.dropFirst()) + ["--probe"]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            return (false, "cannot start \(launcher[0]): \(error)")
         }
-        FileHandle.standardError.write(Data("\(summary)\n".utf8))
-        throw ExitCode(status)
+        let text = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let reason = String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return (process.terminationStatus == 0, reason.isEmpty ? "status \(process.terminationStatus)" : reason)
+    }
+
+    /// This executable's path (`/proc/self/exe` on Linux), to start the overlay launcher.
+    static func ownExecutable() -> String? {
+        let path = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+        return Bundle.main.executablePath
     }
 
     /// `name` as a path, or found in PATH; nil when it does not exist or is not executable.
@@ -139,4 +239,17 @@ struct ExecCommand: ParsableCommand {
         }
         return path
     }
+}
+
+/// The first request whose client refused the proxy's certificate, kept for exec's closing line.
+final class FirstUntrustedRecord: Sendable {
+    private let first = Mutex<RequestRecord?>(nil)
+
+    /// Keeps `record` when it is the first client-trust failure.
+    func offer(_ record: RequestRecord) {
+        guard record.result == .clientUntrustedCA else { return }
+        first.withLock { if $0 == nil { $0 = record } }
+    }
+
+    var record: RequestRecord? { first.withLock { $0 } }
 }

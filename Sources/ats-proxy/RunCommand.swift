@@ -12,6 +12,8 @@ struct ProxyOptions: ParsableArguments {
 
     @OptionGroup var ca: CAOptions
 
+    @OptionGroup var systemProxyOptions: SystemProxyOptions
+
     @Option(name: .long, help: "Address to listen on, HOST:PORT or [IPv6]:PORT (repeatable).")
     var listen: [String] = ["127.0.0.1:8080"]
 
@@ -233,6 +235,7 @@ struct ProxyOptions: ParsableArguments {
             services: services, configuration: configuration, group: group,
             resolver: Resolver(overrides: resolverOverrides), log: log)
         let bound = try server.start()
+        try systemProxyOptions.engage(bound: bound)
         let boundAddresses = bound.map(ListenAddress.init)
         settings.selfAuthorities.insert(contentsOf: Self.selfAuthorities(boundAddresses))
         // A wildcard listener is also reachable at the machine's LAN addresses.

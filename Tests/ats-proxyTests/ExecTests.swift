@@ -52,7 +52,7 @@ import Testing
             echo "proxy=$HTTPS_PROXY noproxy=${NO_PROXY:-unset}"
             grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE"
             [ "$CURL_CA_BUNDLE" = "$SSL_CERT_FILE" ] && [ "$NODE_EXTRA_CA_CERTS" = "$SSL_CERT_FILE" ] && echo same-bundle
-            grep -q "$(sed -n 2p "$ATS_PROXY_CA_CERTIFICATE")" "$SSL_CERT_FILE" && echo has-proxy-ca
+            grep -q "$(sed -n 2p "$ATS_PROXY_CA_CERT")" "$SSL_CERT_FILE" && echo has-proxy-ca
             curl -s -o /dev/null -w "allowed %{http_code}\\n" http://localhost:\(origin.port)/hello
             curl -s -o /dev/null -w "blocked %{http_code}\\n" http://example.com/
             """)

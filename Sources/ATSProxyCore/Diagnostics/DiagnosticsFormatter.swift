@@ -104,6 +104,8 @@ public struct DiagnosticsFormatter: Sendable {
         switch record.result {
         case .completed: return "\(record.status.map(String.init) ?? "-") (\(record.rule))"
         case .blockedCleartext: return "blocked -1022: \(record.rule)" + (record.fix.map { "; fix: \($0)" } ?? "")
+        case .clientUntrustedCA:
+            return "\(SessionStats.clientUntrustedCALine): \(record.rule)" + (record.fix.map { "; fix: \($0)" } ?? "")
         case .failed, .reported:
             let code = record.errorCode.map { "\($0)" } ?? "?"
             let pair = record.streamError.map { " [\($0)]" } ?? ""

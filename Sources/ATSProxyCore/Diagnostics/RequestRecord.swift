@@ -20,6 +20,9 @@ public struct RequestRecord: Sendable, Codable {
         case failed
         /// Violated ATS but let through (`--mode report`).
         case reported
+        /// The client refused the proxy's certificate in the TLS handshake: the proxy CA is not trusted where the
+        /// client looks for trust anchors. A set-up failure of the test environment, not an ATS verdict.
+        case clientUntrustedCA = "client-untrusted-ca"
     }
 
     /// The fields, stored once and shared by every copy. Read and set them on the record itself

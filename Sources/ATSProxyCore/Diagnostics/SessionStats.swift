@@ -15,10 +15,14 @@ public final class SessionStats: Sendable {
         public var hosts = 0
         /// Violations counted per deciding rule (the record's `rule`).
         public var violationsByRule: [String: Int] = [:]
+        /// TLS handshakes the client refused because it does not trust the proxy's CA: a set-up failure of the
+        /// test environment, counted apart from ATS violations and from blocked loads.
+        public var clientUntrustedCA = 0
 
         /// `requests 12  blocked 3  hosts 4  violations 3`.
         public var line: String {
             "ats-proxy: requests \(requests)  blocked \(blocked)  hosts \(hosts)  violations \(violations)"
+                + (clientUntrustedCA > 0 ? "  untrusted-CA \(clientUntrustedCA)" : "")
         }
     }
 
@@ -44,6 +48,9 @@ public final class SessionStats: Sendable {
                 violation = Self.isTLSOrPolicyFailure(record.errorCode)
             case .reported:
                 violation = true
+            case .clientUntrustedCA:
+                state.snapshot.clientUntrustedCA += 1
+                violation = false
             }
             if violation {
                 state.snapshot.violations += 1
@@ -68,6 +75,11 @@ public final class SessionStats: Sendable {
         ]
         let rules = snapshot.violationsByRule.sorted { ($0.value, $1.key) > ($1.value, $0.key) }
         for (rule, count) in rules { lines.append("  \(count) × \(rule)") }
+        if snapshot.clientUntrustedCA > 0 {
+            lines.append(
+                "  \(snapshot.clientUntrustedCA) TLS handshakes refused by the client: \(clientUntrustedCALine) (not counted as violations)"
+            )
+        }
         if ignored.connections > 0 {
             lines.append(
                 "  \(ignored.connections) connections to \(ignored.hosts) ignored hosts (left alone, not judged or counted above)"
@@ -81,10 +93,13 @@ public final class SessionStats: Sendable {
         return lines
     }
 
+    /// The words that start every report of a client refusing the proxy's certificate (log, exec, report).
+    public static let clientUntrustedCALine = "the client does not trust the proxy CA"
+
     /// -1022 and the -12xx TLS/trust codes count as violations; connection faults (-1001, -1003,
-    /// -1004, -1005) are failures of the network, not of the app's ATS policy.
+    /// -1004, -1005) and a failure without a code (nothing the app's policy decided) do not.
     static func isTLSOrPolicyFailure(_ code: Int?) -> Bool {
-        guard let code else { return true }
+        guard let code else { return false }
         return code == -1022 || (-1206 ... -1200).contains(code)
     }
 }

@@ -1511,7 +1511,7 @@ public struct ProxySession {
             method: "CONNECT",
             url: "https://\(tunnel.host):\(tunnel.port)/", host: tunnel.host, httpProtocol: "http/1.1",
             source: .urlsession,
-            result: .failed,
+            result: .clientUntrustedCA,
             atsRequired: false, ruleChain: [],
             rule:
                 "the client rejected the TLS handshake with the proxy (\(failure)); install and fully trust the ats-proxy CA on the client",

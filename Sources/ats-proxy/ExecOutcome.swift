@@ -1,0 +1,56 @@
+import ATSProxyCore
+import Foundation
+
+/// How an `exec` run ends: its closing lines and exit status, from the session's counts and the command's
+/// status. A client that refused the proxy's certificate is a set-up failure (status 4, its own line),
+/// checked before ATS violations (status 3), which only turn a successful command into a failure.
+struct ExecOutcome {
+    let stats: SessionStats.Snapshot
+    let commandStatus: Int32
+    let allowViolations: Bool
+    let firstUntrusted: RequestRecord?
+    /// The value of ATS_PROXY_TRUST_OVERLAY the command had.
+    let overlayState: String
+
+    /// The exit status of `ats-proxy exec`.
+    var status: Int32 {
+        if stats.clientUntrustedCA > 0 { return ExecCommand.clientUntrustedStatus }
+        if commandStatus == 0 && stats.violations > 0 && !allowViolations { return 3 }
+        return commandStatus
+    }
+
+    /// The summary line, preceded by the trust line when the client refused the proxy's certificate.
+    var lines: [String] {
+        var lines: [String] = []
+        var summary = "ats-proxy: \(stats.requests) requests, \(stats.violations) ATS violations, \(stats.hosts) hosts"
+        if stats.clientUntrustedCA > 0 {
+            summary += ", \(stats.clientUntrustedCA) refused the proxy CA"
+            let host = firstUntrusted.map { " (first: \($0.host))" } ?? ""
+            lines.append(
+                "ats-proxy: \(SessionStats.clientUntrustedCALine): \(stats.clientUntrustedCA) TLS handshake(s) refused\(host); \(advice)"
+            )
+            lines.append(
+                "\(summary); exiting \(ExecCommand.clientUntrustedStatus) (a set-up failure, not an ATS verdict)")
+        } else if status == 3 {
+            lines.append("\(summary); exiting 3 (use --allow-violations to keep the command's status)")
+        } else {
+            lines.append(summary)
+        }
+        return lines
+    }
+
+    /// What to change so that the client trusts the proxy CA.
+    var advice: String {
+        switch overlayState {
+        case "active":
+            return
+                "the client reads trust from somewhere exec does not cover: give it $ATS_PROXY_CA_BUNDLE or $ATS_PROXY_CA_CERT (for Swift tests, the ATSProxyTesting library)"
+        case "unavailable":
+            return
+                "the system bundle could not be overlaid (see the note above): run 'sudo ats-proxy ca install --system', or run exec as root"
+        default:
+            return
+                "trust the proxy CA in the client ($ATS_PROXY_CA_CERT; for Swift tests, the ATSProxyTesting library), or install it: ats-proxy ca install --simulator booted|--keychain|--system"
+        }
+    }
+}
