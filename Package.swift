@@ -47,10 +47,11 @@ let package = Package(
             dependencies: ["ATSProxyCore", "COpenSSLShims", .product(name: "Logging", package: "swift-log")],
             swiftSettings: hotPath
         ),
+        .target(name: "ATSWeb", dependencies: ["ATSPolicy", "ATSTLS", "ATSProxyCore", "ATSProxyIO"]),
         .executableTarget(
             name: "ats-proxy",
             dependencies: [
-                "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO",
+                "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO", "ATSWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -59,6 +60,7 @@ let package = Package(
         .testTarget(name: "ATSTLSTests", dependencies: ["ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims"]),
         .testTarget(name: "ATSProxyCoreTests", dependencies: ["ATSProxyCore", "ATSPolicy", "ATSTLS"]),
         .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore"]),
+        .testTarget(name: "ATSWebTests", dependencies: ["ATSWeb", "ATSProxyCore", "ATSProxyIO", "ATSPolicy"]),
         .testTarget(name: "ats-proxyTests", dependencies: ["ATSPolicy", "ATSTLS"], exclude: ["Fixtures"]),
     ]
 )

@@ -11,6 +11,8 @@ struct ProxyOptions: ParsableArguments {
 
     @OptionGroup var ca: CAOptions
 
+    @OptionGroup(title: "Watching a session") var observe: ObservationOptions
+
     @Option(name: .long, help: "Address to listen on, HOST:PORT or [IPv6]:PORT (repeatable).")
     var listen: [String] = ["127.0.0.1:8080"]
 
@@ -133,11 +135,15 @@ struct ProxyOptions: ParsableArguments {
         if let report { try SessionReport.checkWritable(directory: report) }
         let loaded = try policy.loadSource()
         let snapshot = try makeSnapshot(loaded)
-        let sessionReport = report.map { _ in SessionReport(snapshot: snapshot, source: loaded) }
+        let observation = try SessionObservation.make(observe, allowSecrets: logSecrets)
+        let sessionReport =
+            report != nil || observation?.wantsWeb == true ? SessionReport(snapshot: snapshot, source: loaded) : nil
+        let flows = observation?.store
         let stats = SessionStats()
         let observer: @Sendable (RequestRecord) -> Void = { record in
             stats.record(record)
             sessionReport?.record(record)
+            flows?.record(record)
             observer?(record)
         }
         let log = try ProxyLogSink(
@@ -148,11 +154,12 @@ struct ProxyOptions: ParsableArguments {
         let clientH2 = http2 == "on" || http2 == "client"
         let upstreamH2 = http2 == "on" || http2 == "upstream"
         let serverTLS = try ServerTLSContext(
-            leaves: leaves, alpn: ServerTLSContext.preferring(clientH2 ? ["h2", "http/1.1"] : ["http/1.1"]))
+            leaves: leaves, alpn: ServerTLSContext.preferring(clientH2 ? ["h2", "http/1.1"] : ["http/1.1"]),
+            keyLog: observation?.keyLog)
         let trust = try TrustStore(systemRoots: true, extraAnchorFiles: upstreamCa)
         let ctLogs = try ctLogList.map { try CTLogStore(file: $0) }
         let upstreamTLS = UpstreamTLSClient(
-            trust: trust, ctLogs: ctLogs, alpn: upstreamH2 ? ["h2", "http/1.1"] : ["http/1.1"])
+            trust: trust, ctLogs: ctLogs, alpn: upstreamH2 ? ["h2", "http/1.1"] : ["http/1.1"], keyLog: observation?.keyLog)
         var settings = ProxySettings()
         settings.mode = mode
         settings.cleartext = cleartext
@@ -195,9 +202,15 @@ struct ProxyOptions: ParsableArguments {
         settings.selfAuthorities.insert(contentsOf: Self.selfAuthorities(boundAddresses))
         // A wildcard listener is also reachable at the machine's LAN addresses.
         settings.selfAuthorities.insert(contentsOf: Self.reachableAddresses(boundAddresses))
+        if let observation, let sessionReport {
+            try observation.startWeb(
+                report: sessionReport, title: "\(loaded.summary) · \(snapshot.evaluator.options.platform) · \(mode)",
+                caPEM: onboarding.caPEM, allowList: configuration.allowList, backend: eventLoop)
+        }
         return LaunchedProxy(
             server: server, services: services, log: log, bound: bound, caPath: caPath, authority: authority,
-            loaded: loaded, snapshot: snapshot, stats: stats, report: sessionReport, reportDirectory: report)
+            loaded: loaded, snapshot: snapshot, stats: stats, report: sessionReport, reportDirectory: report,
+            observation: observation)
     }
 
     func makeSnapshot(_ loaded: LoadedInfoPlist) throws -> PolicyStore.Snapshot {
@@ -263,6 +276,7 @@ struct ProxyOptions: ParsableArguments {
         lines.append(
             "  platform \(snapshot.evaluator.options.platform), mode \(mode.rawValue), cleartext \(cleartext.rawValue)")
         for address in bound { lines.append("  listening on \(address)") }
+        lines += launched.observation?.bannerLines ?? []
         lines.append("  event loops: \(loops ?? IOSystem.coreCount) (\(eventLoop))")
         lines.append("  CA certificate: \(caPath)")
         let details = CertificateDetails(authorityCertificate)
@@ -368,9 +382,13 @@ struct LaunchedProxy {
     let stats: SessionStats
     let report: SessionReport?
     let reportDirectory: String?
+    /// The web view, HAR and key log (nil when none was asked for).
+    var observation: SessionObservation? = nil
 
-    /// Writes the session report (when --report was given); failures are logged, not fatal.
+    /// Writes the session report (when --report was given) and the HAR (when --har was given);
+    /// failures are logged, not fatal.
     func writeReport() {
+        observation?.writeHAR()
         guard let report, let reportDirectory else { return }
         log.flush()
         do {

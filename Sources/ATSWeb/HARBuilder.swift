@@ -1,0 +1,103 @@
+import ATSProxyCore
+import Foundation
+
+/// Turns flows into a HAR 1.2 archive. Header values that carry secrets (Authorization,
+/// Proxy-Authorization, Cookie, Set-Cookie) are redacted as in the log unless `allowSecrets`
+/// (`--log-secrets`); cookies are listed only when secrets are allowed. Pure.
+public struct HARBuilder: Sendable {
+    public var allowSecrets: Bool
+    public var creatorVersion: String
+
+    public init(allowSecrets: Bool, creatorVersion: String) {
+        self.allowSecrets = allowSecrets
+        self.creatorVersion = creatorVersion
+    }
+
+    /// The archive of `flows`, in their order.
+    public func archive(_ flows: [Flow]) -> HARArchive {
+        HARArchive(
+            log: HARArchive.Log(
+                creator: HARArchive.Creator(name: "ats-proxy", version: creatorVersion),
+                entries: flows.map { entry($0.record) },
+                comment: "Recorded by ats-proxy; _ats* fields give the App Transport Security verdict."))
+    }
+
+    /// The archive as JSON bytes (sorted keys, so equal sessions give equal files).
+    public func data(_ flows: [Flow]) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(archive(flows))
+    }
+
+    /// Writes the archive of `flows` to `path` atomically (a temporary file renamed over it).
+    public func write(_ flows: [Flow], to path: String) throws {
+        try data(flows).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    /// One entry. The record keeps the status code but not the reason phrase, so `statusText` is
+    /// empty (as DevTools writes it for HTTP/2); only the total time is measured, so it is all `wait`.
+    func entry(_ record: RequestRecord) -> HARArchive.Entry {
+        let version = Self.httpVersion(record.httpProtocol)
+        let requestHeaders = SecretRedactor.redact(record.requestHeaders, allowSecrets: allowSecrets)
+        let responseHeaders = SecretRedactor.redact(record.responseHeaders, allowSecrets: allowSecrets)
+        let duration = max(0, record.durationMilliseconds)
+        let status = record.status ?? 0
+        let contentType = record.responseHeaders.first { $0.name.lowercased() == "content-type" }?.value
+        let location = record.responseHeaders.first { $0.name.lowercased() == "location" }?.value
+        let request = HARArchive.Request(
+            method: record.method, url: record.url, httpVersion: version,
+            cookies: allowSecrets ? Self.requestCookies(record.requestHeaders) : [],
+            headers: requestHeaders.map { HARArchive.NameValue(name: $0.name, value: $0.value) },
+            queryString: Self.query(record.url), headersSize: -1, bodySize: record.bytesFromClient)
+        let response = HARArchive.Response(
+            status: status, statusText: "", httpVersion: status == 0 ? "" : version,
+            cookies: [],
+            headers: responseHeaders.map { HARArchive.NameValue(name: $0.name, value: $0.value) },
+            content: HARArchive.Content(
+                size: record.bytesToClient, mimeType: contentType ?? "x-unknown", text: nil, encoding: nil),
+            redirectURL: location ?? "", headersSize: -1, bodySize: status == 0 ? -1 : record.bytesToClient)
+        let taskID = record.taskID
+        return HARArchive.Entry(
+            startedDateTime: Self.timestamp(record.time), time: duration, request: request, response: response,
+            cache: HARArchive.Cache(),
+            timings: HARArchive.Timings(
+                blocked: -1, dns: -1, connect: -1, send: 0, wait: duration, receive: 0, ssl: -1),
+            serverIPAddress: nil,
+            connection: taskID.split(separator: ".").first.map(String.init),
+            comment: nil,
+            _atsOutcome: FlowOutcome(record).rawValue, _atsCode: FlowOutcome.code(of: record), _atsRule: record.rule,
+            _atsRuleChain: record.ruleChain, _atsFix: record.fix, _tls: record.tls,
+            _atsSource: record.source.rawValue, _atsConsole: record.consoleLines.isEmpty ? nil : record.consoleLines)
+    }
+
+    /// `HTTP/1.1` or `HTTP/2.0` (what DevTools writes) from the record's `http/1.1` or `h2`.
+    static func httpVersion(_ name: String) -> String {
+        switch name.lowercased() {
+        case "h2", "http/2", "http/2.0": return "HTTP/2.0"
+        case "http/1.0": return "HTTP/1.0"
+        default: return "HTTP/1.1"
+        }
+    }
+
+    /// The query parameters of `url`, percent-decoded, in order.
+    static func query(_ url: String) -> [HARArchive.NameValue] {
+        guard let items = URLComponents(string: url)?.queryItems else { return [] }
+        return items.map { HARArchive.NameValue(name: $0.name, value: $0.value ?? "") }
+    }
+
+    /// The cookies of the request's Cookie fields.
+    static func requestCookies(_ fields: [RequestRecord.HeaderField]) -> [HARArchive.Cookie] {
+        fields.filter { $0.name.lowercased() == "cookie" }.flatMap { field in
+            field.value.split(separator: ";").compactMap { pair -> HARArchive.Cookie? in
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                guard let name = parts.first?.trimmingCharacters(in: .whitespaces), !name.isEmpty else { return nil }
+                return HARArchive.Cookie(name: name, value: parts.count > 1 ? String(parts[1]) : "")
+            }
+        }
+    }
+
+    /// ISO 8601 with milliseconds, UTC.
+    static func timestamp(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+}
