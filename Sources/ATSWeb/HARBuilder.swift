@@ -63,7 +63,7 @@ public struct HARBuilder: Sendable {
             timings: HARArchive.Timings(
                 blocked: -1, dns: -1, connect: -1, send: 0, wait: duration, receive: 0, ssl: -1),
             serverIPAddress: nil,
-            connection: taskID.split(separator: ".").first.map(String.init),
+            connection: taskID.components(separatedBy: ">.<").first,
             comment: nil,
             _atsOutcome: FlowOutcome(record).rawValue, _atsCode: FlowOutcome.code(of: record), _atsRule: record.rule,
             _atsRuleChain: record.ruleChain, _atsFix: record.fix, _tls: record.tls,

@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `--har FILE`: an HTTP Archive 1.2 of the session, written on SIGUSR1 and at exit, validated
+/// against the HAR 1.2 schema the tests carry and read back by haralyzer (a HAR library from PyPI).
+@Suite(.serialized) struct HAREndToEndTests {
+    @Test func harHoldsEveryFlowWithItsVerdictAndRedactedSecrets() throws {
+        let refusedPort = try E2E.freePort()
+        let directory = try TemporaryDirectory("har")
+        let harPath = directory.file("session.har")
+        let stack = try ProxyStack(arguments: [
+            "--har", harPath, "--resolve", "refused.example.test:\(refusedPort):127.0.0.1",
+        ])
+        #expect(stack.proxy.child.stderrText.contains("HAR: \(harPath)"))
+        let allowed = try stack.curl(
+            "\(stack.api)/hello?lang=en&q=two%20words",
+            ["-H", "Cookie: session=sekrit-cookie", "-H", "Authorization: Bearer sekrit-token"])
+        #expect(allowed.httpCode == 200, "\(allowed.stderr)")
+        let h2 = try stack.curl("\(stack.api)/hello?over=h2", ["--http2"])
+        #expect(h2.httpCode == 200, "\(h2.stderr)")
+        let blocked = try stack.curl("\(stack.plain)/hello")
+        #expect(blocked.httpCode == 403)
+        let failed = try stack.curl("https://refused.example.test:\(refusedPort)/nothing")
+        #expect(failed.httpCode == 502 || failed.httpCode == 504, "\(failed.statusLine)")
+        _ = stack.proxy.waitForLog("refused.example.test")
+
+        stack.proxy.child.signal(SIGUSR1)
+        stack.proxy.waitForLog("HAR written to \(harPath)", timeout: 10)
+        let check = try HARCheck(harPath)
+        #expect(check.ok, "\(check.output)")
+        #expect(check.entries.count == 4, "\(check.output)")
+
+        let first = try #require(check.entries(matching: "lang=en").first, "\(check.output)")
+        #expect(first["status"] as? Int == 200)
+        #expect(first["outcome"] as? String == "allowed")
+        #expect(first["httpVersion"] as? String == "HTTP/1.1")
+        #expect(first["code"] is NSNull)
+        #expect((first["tls"] as? [String: String])?["version"]?.hasPrefix("TLS") == true, "\(first)")
+        let headers = first["requestHeaders"] as? [String: String] ?? [:]
+        #expect(headers["cookie"]?.hasPrefix("<redacted") == true, "\(headers)")
+        #expect(headers["authorization"]?.hasPrefix("<redacted") == true, "\(headers)")
+        #expect(!check.output.contains("sekrit"), "a secret reached the HAR")
+
+        let second = try #require(check.entries(matching: "over=h2").first)
+        #expect(second["httpVersion"] as? String == "HTTP/2.0")
+        #expect(second["outcome"] as? String == "allowed")
+
+        let block = try #require(check.entries(matching: "plain.example.test").first)
+        #expect(block["outcome"] as? String == "blocked")
+        #expect(block["code"] as? String == "-1022")
+        #expect((block["fix"] as? String)?.contains("NSExceptionAllowsInsecureHTTPLoads") == true, "\(block)")
+        #expect((block["rule"] as? String)?.isEmpty == false)
+
+        let fail = try #require(check.entries(matching: "refused.example.test").first)
+        #expect(fail["outcome"] as? String == "failed")
+        #expect((fail["code"] as? String)?.hasPrefix("-1004") == true, "\(fail)")
+
+        // The raw file: HAR's query string parsed, custom fields present, timings non-negative.
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: harPath)))
+        let log = try #require((json as? [String: Any])?["log"] as? [String: Any])
+        #expect(log["version"] as? String == "1.2")
+        let entries = try #require(log["entries"] as? [[String: Any]])
+        let query = (entries.first?["request"] as? [String: Any])?["queryString"] as? [[String: String]]
+        #expect(query == [["name": "lang", "value": "en"], ["name": "q", "value": "two words"]], "\(String(describing: query))")
+        for entry in entries { #expect(entry["_atsRuleChain"] is [String]) }
+
+        // At exit the file is written again, with everything.
+        let more = try stack.curl("\(stack.api)/hello?after=usr1")
+        #expect(more.httpCode == 200)
+        _ = stack.proxy.waitForLog("after=usr1")
+        stack.proxy.child.signal(SIGTERM)
+        #expect(stack.proxy.child.wait(timeout: 20))
+        let final = try HARCheck(harPath)
+        #expect(final.ok, "\(final.output)")
+        #expect(final.entries.count == 5)
+    }
+
+    @Test func secretsAppearOnlyWithLogSecrets() throws {
+        let directory = try TemporaryDirectory("har-secrets")
+        let harPath = directory.file("session.har")
+        let stack = try ProxyStack(arguments: ["--har", harPath, "--log-secrets"])
+        let result = try stack.curl("\(stack.api)/hello", ["-H", "Cookie: session=visible-cookie"])
+        #expect(result.httpCode == 200)
+        _ = stack.proxy.waitForLog("/hello")
+        stack.proxy.child.signal(SIGUSR1)
+        stack.proxy.waitForLog("HAR written to", timeout: 10)
+        let check = try HARCheck(harPath)
+        #expect(check.ok, "\(check.output)")
+        #expect((check.entries.first?["requestHeaders"] as? [String: String])?["cookie"] == "session=visible-cookie")
+    }
+
+    @Test func unwritableHARDirectoryIsRefusedAtStart() throws {
+        let result = try E2E.run(
+            CLITests.binary.path, ["--har", "/nonexistent-dir/session.har", "--listen", "127.0.0.1:0"], timeout: 30)
+        #expect(result.status != 0)
+        #expect(result.stderrText.contains("--har /nonexistent-dir/session.har"), "\(result.stderrText)")
+    }
+}

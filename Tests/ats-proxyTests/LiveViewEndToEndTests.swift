@@ -1,0 +1,153 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `--web HOST:PORT`: the live page in real headless Chromium (`Fixtures/cdp_page.py`, DevTools
+/// protocol over a pipe) while curl sends HTTP/1.1 and h2 traffic through the proxy; and the web
+/// server's own answers (downloads, Host check, unknown paths) with curl.
+@Suite(.serialized) struct LiveViewEndToEndTests {
+    static let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+
+    /// A stack with the web view on a free port and a host whose port refuses connections.
+    static func stack(_ extra: [String] = []) throws -> (ProxyStack, webPort: Int, refusedPort: Int) {
+        let refusedPort = try E2E.freePort()
+        for _ in 0..<3 {
+            let webPort = try E2E.freePort()
+            let stack = try ProxyStack(
+                arguments: [
+                    "--web", "127.0.0.1:\(webPort)", "--resolve", "refused.example.test:\(refusedPort):127.0.0.1",
+                ] + extra)
+            if stack.proxy.child.stderrText.contains("live flows: http://127.0.0.1:\(webPort)/") {
+                return (stack, webPort, refusedPort)
+            }
+        }
+        throw E2E.Failure("the web view did not start")
+    }
+
+    @Test(.timeLimit(.minutes(4))) func pageShowsFlowsLiveFiltersThemAndExplainsOne() throws {
+        let chromium = try #require(Self.chromium, "chromium is not installed; run scripts/bootstrap test")
+        let (stack, webPort, refusedPort) = try Self.stack()
+        let directory = stack.directory
+        let screenshot = directory.file("live-flows.png")
+        let browser = try Child(
+            executable: "/usr/bin/python3",
+            arguments: [
+                E2E.fixture("cdp_page.py"), "--chromium", chromium, "--url", "http://127.0.0.1:\(webPort)/",
+                "--profile", directory.file("profile"), "--screenshot", screenshot, "--expect", "5",
+                "--filter-host", "legacy", "--select-outcome", "blocked", "--timeout", "90",
+            ], directory: directory, label: "cdp")
+        let connected = E2E.poll(timeout: 90) { () -> Bool? in
+            if !browser.process.isRunning { return false }
+            return browser.stdoutText.contains("CONNECTED") ? true : nil
+        }
+        try #require(connected == true, "the page did not connect: \(browser.stdoutText) \(browser.stderrText)")
+
+        // Traffic after the page opened: it must arrive live.
+        #expect(try stack.curl("\(stack.api)/hello?v=1").httpCode == 200)
+        #expect(try stack.curl("\(stack.api)/hello?v=2", ["--http2"]).httpCode == 200)
+        #expect(try stack.curl("\(stack.plain)/hello").httpCode == 403)
+        #expect(try stack.curl("\(stack.legacy)/hello").httpCode == 200)
+        _ = try stack.curl("https://refused.example.test:\(refusedPort)/")
+
+        #expect(browser.wait(timeout: 120), "the browser script did not finish: \(browser.stdoutText)")
+        let output = browser.stdoutText
+        let line = try #require(
+            output.split(separator: "\n").first { $0.hasPrefix("RESULT ") }, "\(output) \(browser.stderrText)")
+        let result = try #require(
+            try JSONSerialization.jsonObject(with: Data(line.dropFirst(7).utf8)) as? [String: Any])
+        let rows = try #require(result["rows"] as? [[String: Any]])
+        func withOutcome(_ outcome: String) -> [[String: Any]] { rows.filter { $0["outcome"] as? String == outcome } }
+        func cells(_ row: [String: Any]) -> [String] { row["cells"] as? [String] ?? [] }
+
+        let allowed = withOutcome("allowed").filter { $0["host"] as? String == "api.example.test" }
+        #expect(allowed.count == 2, "\(rows)")
+        // Columns: time, source, method, URL, protocol, status, outcome, code, ms, up, down.
+        #expect(Set(allowed.map { cells($0)[4] }) == ["http/1.1", "h2"], "\(allowed)")
+        #expect(allowed.allSatisfy { cells($0)[5] == "200" && cells($0)[1] == "urlsession" && cells($0)[2] == "GET" })
+        let blocked = try #require(withOutcome("blocked").first, "\(rows)")
+        #expect(blocked["code"] as? String == "-1022")
+        #expect(cells(blocked)[3].hasPrefix("http://plain.example.test:"))
+        #expect(cells(blocked)[5] == "403")
+        let failed = try #require(withOutcome("failed").first, "\(rows)")
+        #expect((failed["code"] as? String)?.hasPrefix("-1004") == true, "\(failed)")
+        #expect(rows.contains { $0["host"] as? String == "legacy.example.test" })
+        // Coloured by outcome.
+        #expect(blocked["colour"] as? String != allowed.first?["colour"] as? String)
+        #expect(failed["colour"] as? String != blocked["colour"] as? String)
+
+        let filtered = try #require(result["hostFiltered"] as? [[String: Any]])
+        let visible = filtered.filter { $0["hidden"] as? Bool == false }
+        #expect(!visible.isEmpty && visible.allSatisfy { ($0["host"] as? String)?.contains("legacy") == true })
+        #expect(filtered.count == rows.count)
+        let violations = try #require(result["violationsOnly"] as? [[String: Any]]).filter {
+            $0["hidden"] as? Bool == false
+        }
+        #expect(violations.map { $0["outcome"] as? String } == ["blocked"], "\(violations)")
+
+        let detail = try #require(result["detail"] as? [String: Any])
+        #expect(detail["selected"] as? String == "\(blocked["id"] as? Int ?? -1)")
+        #expect((detail["rule"] as? String)?.contains("ATS is required") == true, "\(detail)")
+        #expect((detail["fix"] as? String)?.contains("NSExceptionAllowsInsecureHTTPLoads") == true, "\(detail)")
+        #expect((detail["chain"] as? String)?.contains("-1022") == true, "\(detail)")
+        #expect((detail["console"] as? String)?.contains("App Transport Security has blocked") == true)
+        let dictionary = try #require(result["dictionary"] as? String)
+        #expect(dictionary.contains("plain.example.test"), "\(dictionary)")
+        #expect(dictionary.contains("NSExceptionAllowsInsecureHTTPLoads"))
+
+        let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
+        #expect(png.count > 20_000 && png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
+        try FileManager.default.createDirectory(at: testArtifacts, withIntermediateDirectories: true)
+        let artifact = testArtifacts.appendingPathComponent("live-flows.png")
+        try? FileManager.default.removeItem(at: artifact)
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: screenshot), to: artifact)
+    }
+
+    @Test func downloadsAndRefusals() throws {
+        let (stack, webPort, _) = try Self.stack()
+        #expect(try stack.curl("\(stack.plain)/hello").httpCode == 403)
+        _ = stack.proxy.waitForLog("plain.example.test")
+        let base = "http://127.0.0.1:\(webPort)"
+        let page = try Curl.fetch("\(base)/", proxy: nil)
+        #expect(page.httpCode == 200)
+        #expect(page.headers["content-type"] == "text/html; charset=utf-8")
+        #expect(page.bodyText.contains("new EventSource(\"/events\")"))
+        for reference in ["<script src", "<link ", "https://", "@import"] {
+            #expect(!page.bodyText.contains(reference), "the page loads something else: \(reference)")
+        }
+
+        let har = try Curl.fetch("\(base)/session.har", proxy: nil)
+        #expect(har.httpCode == 200)
+        let check = try HARCheck(har.bodyPath)
+        #expect(check.ok, "\(check.output)")
+        #expect(check.entries.first?["code"] as? String == "-1022")
+
+        let report = try Curl.fetch("\(base)/report.json", proxy: nil)
+        #expect(report.httpCode == 200)
+        let document = try JSONSerialization.jsonObject(with: report.body) as? [String: Any]
+        #expect(document?["minimalDictionary"] != nil)
+        #expect(try Curl.fetch("\(base)/report.html", proxy: nil).bodyText.contains("<html"))
+        let ca = try Curl.fetch("\(base)/ats-proxy-ca.pem", proxy: nil)
+        #expect(ca.bodyText.hasPrefix("-----BEGIN CERTIFICATE-----"))
+        #expect(ca.body == FileManager.default.contents(atPath: stack.proxy.caPath))
+
+        #expect(try Curl.fetch("\(base)/nothing", proxy: nil).httpCode == 404)
+        // A page under another name (DNS rebinding) cannot read the flows.
+        let rebound = try Curl.fetch("\(base)/events", proxy: nil, arguments: ["-H", "Host: evil.example.com"])
+        #expect(rebound.httpCode == 421)
+        #expect(try Curl.fetch("\(base)/", proxy: nil, arguments: ["-X", "POST"]).httpCode == 405)
+
+        // The event stream replays the ring, then resumes after Last-Event-ID.
+        let events = try Curl.fetch("\(base)/events", proxy: nil, arguments: ["-N", "--max-time", "2"], timeout: 5)
+        #expect(events.bodyText.contains("event: hello"))
+        #expect(events.bodyText.contains("id: 1\ndata: {"), "\(events.bodyText.prefix(400))")
+        #expect(events.bodyText.contains("event: dictionary"))
+        let resumed = try Curl.fetch(
+            "\(base)/events", proxy: nil, arguments: ["-N", "--max-time", "2", "-H", "Last-Event-ID: 1"], timeout: 5)
+        #expect(!resumed.bodyText.contains("id: 1\n"))
+    }
+}
