@@ -35,7 +35,7 @@ struct FlowView: Encodable {
         id = flow.id
         time = record.time.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
         client = record.clientAddress
-        task = record.taskID
+        task = "<\(record.taskID)>"
         source = record.source.rawValue
         method = record.method
         url = record.url

@@ -37,7 +37,10 @@ enum WebPage {
         .filters input,.filters select,.filters button{font:inherit;padding:.2rem .4rem;border:1px solid var(--line);border-radius:6px;background:var(--bg);color:var(--fg)}
         .filters input[type=search]{width:9rem}.filters label{white-space:nowrap}
         main{display:grid;grid-template-columns:minmax(0,3fr) minmax(18rem,2fr);height:calc(100vh - 5.6rem)}
-        .list{overflow:auto;border-right:1px solid var(--line)}
+        .left{display:flex;flex-direction:column;min-height:0;border-right:1px solid var(--line)}
+        .list{overflow:auto;flex:1 1 auto;min-height:0}
+        .dict{flex:0 0 auto;max-height:38%;overflow:auto;border-top:1px solid var(--line);padding:.4rem .8rem}
+        .dict h2{font-size:.95rem;margin:.2rem 0 .3rem}
         table{border-collapse:collapse;width:100%}th,td{padding:.2rem .4rem;text-align:left;white-space:nowrap;border-bottom:1px solid var(--line)}
         th{position:sticky;top:0;background:var(--panel);font-weight:600;z-index:1}
         td.url{max-width:28rem;overflow:hidden;text-overflow:ellipsis}td.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -50,7 +53,7 @@ enum WebPage {
         dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .6rem;margin:0}dt{color:var(--mute)}dd{margin:0;word-break:break-all}
         .fix{border-left:4px solid var(--allowed);padding:.3rem .5rem;background:var(--panel)}.rule{border-left:4px solid var(--c,var(--line));padding:.3rem .5rem;background:var(--panel)}
         .muted{color:var(--mute)}button.copy{float:right;font:inherit}
-        @media (max-width:760px){main{display:block;height:auto}.list{max-height:55vh;border-right:0;border-bottom:1px solid var(--line)}
+        @media (max-width:760px){main{display:block;height:auto}.left{border-right:0}.list{max-height:55vh;border-bottom:1px solid var(--line)}.dict{max-height:none}
         .wide{display:none}header .dl{margin-left:0}}
         </style></head><body>
         <header><h1>ats-proxy</h1><span class="title">{{TITLE}}</span><span id="state" class="off">connecting…</span>
@@ -65,11 +68,11 @@ enum WebPage {
         <label><input type="checkbox" id="f-violations"> violations only</label>
         <button id="pause" type="button">Pause</button><button id="clear" type="button">Clear</button>
         </div>
-        <main><div class="list"><table><thead><tr><th>time</th><th class="wide">source</th><th>method</th><th>URL</th><th class="wide">protocol</th><th>status</th><th>outcome</th><th>code</th><th class="wide">ms</th><th class="wide">up</th><th class="wide">down</th></tr></thead>
+        <main><div class="left"><div class="list"><table><thead><tr><th>time</th><th class="wide">source</th><th>method</th><th>URL</th><th class="wide">protocol</th><th>status</th><th>outcome</th><th>code</th><th class="wide">ms</th><th class="wide">up</th><th class="wide">down</th></tr></thead>
         <tbody id="rows"></tbody></table></div>
-        <aside><div id="detail"><p class="muted">Select a request to see its headers, the ATS rule that decided it, the Info.plist fix, TLS facts and console lines.</p></div>
-        <h2>Minimal NSAppTransportSecurity <button class="copy" id="copy" type="button">Copy</button></h2>
-        <pre id="dictionary" class="muted">waiting for traffic…</pre></aside></main>
+        <section class="dict"><h2>Minimal NSAppTransportSecurity for this session <button class="copy" id="copy" type="button">Copy</button></h2>
+        <pre id="dictionary" class="muted">waiting for traffic…</pre></section></div>
+        <aside><div id="detail"><p class="muted">Select a request to see its headers, the ATS rule that decided it, the Info.plist fix, TLS facts and console lines.</p></div></aside></main>
         <script>
         "use strict";
         (function(){

@@ -35,11 +35,12 @@ import Testing
         let directory = stack.directory
         let screenshot = directory.file("live-flows.png")
         let browser = try Child(
-            executable: "/usr/bin/python3",
+            executable: "/usr/bin/env",
             arguments: [
-                E2E.fixture("cdp_page.py"), "--chromium", chromium, "--url", "http://127.0.0.1:\(webPort)/",
+                "python3", E2E.fixture("cdp_page.py"), "--chromium", chromium, "--url", "http://127.0.0.1:\(webPort)/",
                 "--profile", directory.file("profile"), "--screenshot", screenshot, "--expect", "5",
-                "--filter-host", "legacy", "--select-outcome", "blocked", "--timeout", "90",
+                "--filter-host", "legacy", "--select-outcome", "blocked", "--expect-dictionary", "plain.example.test",
+                "--timeout", "90",
             ], directory: directory, label: "cdp")
         let connected = E2E.poll(timeout: 90) { () -> Bool? in
             if !browser.process.isRunning { return false }
@@ -120,7 +121,7 @@ import Testing
             #expect(!page.bodyText.contains(reference), "the page loads something else: \(reference)")
         }
 
-        let har = try Curl.fetch("\(base)/session.har", proxy: nil)
+        let har = try Curl.fetch("\(base)/session.har", proxy: nil, directory: stack.directory)
         #expect(har.httpCode == 200)
         let check = try HARCheck(har.bodyPath)
         #expect(check.ok, "\(check.output)")

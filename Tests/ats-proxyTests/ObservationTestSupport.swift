@@ -57,7 +57,7 @@ struct HARCheck {
     let entries: [[String: Any]]
 
     init(_ path: String) throws {
-        let result = try E2E.run("/usr/bin/python3", [E2E.fixture("harcheck.py"), path], timeout: 60)
+        let result = try E2E.run("/usr/bin/env", ["python3", E2E.fixture("harcheck.py"), path], timeout: 60)
         output = result.stdoutText + result.stderrText
         ok = result.status == 0 && result.stdoutText.contains("HAR OK")
         entries = result.stdoutText.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap {

@@ -30,8 +30,13 @@ class Browser:
         self.from_chrome, from_chrome_w = os.pipe()
 
         def wire():
-            os.dup2(to_chrome_r, 3)
-            os.dup2(from_chrome_w, 4)
+            # Move both ends out of the way first (either may already be 3 or 4), then place them;
+            # pipes are close-on-exec, so mark the placed copies inheritable.
+            reading, writing = os.dup(to_chrome_r), os.dup(from_chrome_w)
+            os.dup2(reading, 3)
+            os.dup2(writing, 4)
+            os.set_inheritable(3, True)
+            os.set_inheritable(4, True)
 
         self.process = subprocess.Popen(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
@@ -105,6 +110,7 @@ def main():
     parser.add_argument("--expect", type=int, required=True)
     parser.add_argument("--filter-host", required=True)
     parser.add_argument("--select-outcome", default="blocked")
+    parser.add_argument("--expect-dictionary", default="NSAppTransportSecurity")
     parser.add_argument("--timeout", type=float, default=60)
     args = parser.parse_args()
 
@@ -144,8 +150,9 @@ def main():
             " console: document.getElementById('d-console')?.textContent,"
             " selected: document.querySelector('#rows tr.sel')?.dataset.id,"
             " text: document.getElementById('detail').innerText})"))
-        browser.wait_for("document.getElementById('dictionary').textContent.includes('NSAppTransportSecurity')",
-                         args.timeout, "the minimal dictionary")
+        expected = json.dumps(args.expect_dictionary)
+        browser.wait_for(f"document.getElementById('dictionary').textContent.includes({expected})",
+                         args.timeout, f"the minimal dictionary to mention {args.expect_dictionary}")
         result["dictionary"] = browser.evaluate("document.getElementById('dictionary').textContent")
         shot = browser.send("Page.captureScreenshot", {"format": "png"})
         with open(args.screenshot, "wb") as handle:
