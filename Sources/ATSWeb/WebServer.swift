@@ -29,6 +29,9 @@ public final class WebServer: @unchecked Sendable {
         public var batchBytes = 512 * 1024
         /// Headers are shown unredacted (`--log-secrets`).
         public var allowSecrets = false
+        /// Interval of the comment line that keeps idle event streams alive through proxies and
+        /// exchange timeouts (the page may be opened through ats-proxy itself).
+        public var heartbeatInterval: Duration = .seconds(15)
 
         public init(address: ListenAddress, allowList: ClientAllowList? = nil) {
             self.address = address
@@ -60,6 +63,7 @@ public final class WebServer: @unchecked Sendable {
     private var subscribers: [UInt64: Subscriber] = [:]
     private var flushScheduled = false
     private var dictionaryScheduled = false
+    private var heartbeatScheduled = false
     private var dictionaryText = ""
     private var dictionaryFlowID = -1
     private var dictionaryTime: ContinuousClock.Instant?
@@ -198,6 +202,20 @@ public final class WebServer: @unchecked Sendable {
         pump(subscriber)
         connection.write(dictionaryEvent(dictionaryText.isEmpty ? content.minimalDictionary() : dictionaryText))
         if !flushScheduled { _ = store.armNotification(seen: .max) }
+        scheduleHeartbeat()
+    }
+
+    /// While pages are open, writes an SSE comment every `heartbeatInterval`.
+    private func scheduleHeartbeat() {
+        guard !heartbeatScheduled else { return }
+        heartbeatScheduled = true
+        loop.execute(after: configuration.heartbeatInterval) { [self] in
+            heartbeatScheduled = false
+            guard !subscribers.isEmpty else { return }
+            let comment = Array(": keep-alive\n\n".utf8)
+            for subscriber in subscribers.values { subscriber.connection.write(comment) }
+            scheduleHeartbeat()
+        }
     }
 
     /// The connection of an event stream closed.

@@ -175,8 +175,15 @@ struct ProxyOptions: ParsableArguments {
         settings.upgradePort = upgradePort
         let addresses = (listenOverride ?? listen).compactMap(ListenAddress.init(parsing:))
         settings.selfAuthorities = AuthorityBook(Self.selfAuthorities(addresses))
-        let onboarding = try OnboardingSite(
+        var onboarding = try OnboardingSite(
             certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses))
+        if let observation, let sessionReport {
+            try observation.startWeb(
+                report: sessionReport, title: "\(loaded.summary) · \(snapshot.evaluator.options.platform) · \(mode)",
+                caPEM: onboarding.caPEM, allowList: allowClients.isEmpty ? nil : ClientAllowList(parsing: allowClients),
+                backend: eventLoop)
+            onboarding.flowsURL = observation.webURL
+        }
         let services = ProxyServices(
             policy: PolicyStore(snapshot), settings: settings, serverTLS: serverTLS, upstreamTLS: upstreamTLS,
             processID: Int(getpid()), onboarding: onboarding)
@@ -202,11 +209,6 @@ struct ProxyOptions: ParsableArguments {
         settings.selfAuthorities.insert(contentsOf: Self.selfAuthorities(boundAddresses))
         // A wildcard listener is also reachable at the machine's LAN addresses.
         settings.selfAuthorities.insert(contentsOf: Self.reachableAddresses(boundAddresses))
-        if let observation, let sessionReport {
-            try observation.startWeb(
-                report: sessionReport, title: "\(loaded.summary) · \(snapshot.evaluator.options.platform) · \(mode)",
-                caPEM: onboarding.caPEM, allowList: configuration.allowList, backend: eventLoop)
-        }
         return LaunchedProxy(
             server: server, services: services, log: log, bound: bound, caPath: caPath, authority: authority,
             loaded: loaded, snapshot: snapshot, stats: stats, report: sessionReport, reportDirectory: report,

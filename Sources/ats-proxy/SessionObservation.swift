@@ -89,12 +89,18 @@ final class SessionObservation: @unchecked Sendable {
         }
     }
 
+    /// The page's address as a client on this machine types it (a wildcard listener shows as loopback).
+    var webURL: String? {
+        guard let webBound else { return nil }
+        let host = webBound.isWildcard ? (webBound.ip.family == .v6 ? "[::1]" : "127.0.0.1") : "\(webBound)"
+        return webBound.isWildcard ? "http://\(host):\(webBound.port)/" : "http://\(host)/"
+    }
+
     /// Lines for the startup banner.
     var bannerLines: [String] {
         var lines: [String] = []
-        if let webBound {
-            let shown = webBound.isWildcard ? "\(webBound.ip.family == .v6 ? "[::1]" : "127.0.0.1"):\(webBound.port)" : "\(webBound)"
-            lines.append("  live flows: http://\(shown)/ (keeps the last \(store?.capacity ?? 0))")
+        if let webURL {
+            lines.append("  live flows: \(webURL) (keeps the last \(store?.capacity ?? 0)); through the proxy: http://ats-proxy.invalid/flows")
         }
         if let harPath { lines.append("  HAR: \(harPath) (written at exit and on SIGUSR1)") }
         if let keyLog {

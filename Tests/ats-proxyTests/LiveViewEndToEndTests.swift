@@ -137,6 +137,13 @@ import Testing
         #expect(ca.body == FileManager.default.contents(atPath: stack.proxy.caPath))
 
         #expect(try Curl.fetch("\(base)/nothing", proxy: nil).httpCode == 404)
+        // Through the proxy: the onboarding name leads to the page, which the proxy then fetches like any load.
+        let hop = try Curl.fetch("http://ats-proxy.invalid/flows", proxy: stack.proxy, directory: stack.directory)
+        #expect(hop.httpCode == 200)
+        #expect(hop.bodyText.contains("url=\(base)/"), "\(hop.bodyText)")
+        let proxied = try Curl.fetch("\(base)/", proxy: stack.proxy, directory: stack.directory)
+        #expect(proxied.httpCode == 200)
+        #expect(proxied.bodyText.contains("new EventSource(\"/events\")"))
         // A page under another name (DNS rebinding) cannot read the flows.
         let rebound = try Curl.fetch("\(base)/events", proxy: nil, arguments: ["-H", "Host: evil.example.com"])
         #expect(rebound.httpCode == 421)
