@@ -159,7 +159,8 @@ struct ProxyOptions: ParsableArguments {
         let trust = try TrustStore(systemRoots: true, extraAnchorFiles: upstreamCa)
         let ctLogs = try ctLogList.map { try CTLogStore(file: $0) }
         let upstreamTLS = UpstreamTLSClient(
-            trust: trust, ctLogs: ctLogs, alpn: upstreamH2 ? ["h2", "http/1.1"] : ["http/1.1"], keyLog: observation?.keyLog)
+            trust: trust, ctLogs: ctLogs, alpn: upstreamH2 ? ["h2", "http/1.1"] : ["http/1.1"],
+            keyLog: observation?.keyLog)
         var settings = ProxySettings()
         settings.mode = mode
         settings.cleartext = cleartext

@@ -100,11 +100,14 @@ final class SessionObservation: @unchecked Sendable {
     var bannerLines: [String] {
         var lines: [String] = []
         if let webURL {
-            lines.append("  live flows: \(webURL) (keeps the last \(store?.capacity ?? 0)); through the proxy: http://ats-proxy.invalid/flows")
+            lines.append(
+                "  live flows: \(webURL) (keeps the last \(store?.capacity ?? 0)); through the proxy: http://ats-proxy.invalid/flows"
+            )
         }
         if let harPath { lines.append("  HAR: \(harPath) (written at exit and on SIGUSR1)") }
         if let keyLog {
-            lines.append("  TLS keys of both legs are being written to \(keyLog.path) (anyone with it can decrypt the traffic)")
+            lines.append(
+                "  TLS keys of both legs are being written to \(keyLog.path) (anyone with it can decrypt the traffic)")
             if keyLog.isReadableByOthers {
                 lines.append("  warning: \(keyLog.path) is readable by other users; chmod 600 it")
             }

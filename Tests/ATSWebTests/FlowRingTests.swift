@@ -30,7 +30,10 @@ func sampleRecord(
         #expect(ring.flows(after: 3).map(\.id) == [4, 5])
         #expect(ring.flows(after: 5).isEmpty)
         #expect(ring.flows(after: 0, limit: 2).map(\.id) == [3, 4])
-        #expect(ring.flows(after: 0).map(\.record.url) == ["http://h3.example/", "http://h4.example/", "http://h5.example/"])
+        #expect(
+            ring.flows(after: 0).map(\.record.url) == [
+                "http://h3.example/", "http://h4.example/", "http://h5.example/",
+            ])
     }
 
     @Test func partlyFilledRingReturnsWhatItHas() {
@@ -65,7 +68,9 @@ func sampleRecord(
                 == .blocked)
         #expect(FlowOutcome(sampleRecord("https://a/", result: .failed, errorCode: -1004)) == .failed)
         #expect(FlowOutcome(sampleRecord("http://a/", result: .reported, errorCode: -1022)) == .reported)
-        #expect(FlowOutcome.code(of: sampleRecord("https://a/", result: .failed, errorCode: -1200, streamError: "3:-9824")) == "-1200 [3:-9824]")
+        #expect(
+            FlowOutcome.code(of: sampleRecord("https://a/", result: .failed, errorCode: -1200, streamError: "3:-9824"))
+                == "-1200 [3:-9824]")
     }
 }
 

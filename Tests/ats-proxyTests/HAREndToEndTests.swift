@@ -65,7 +65,9 @@ import Testing
         #expect(log["version"] as? String == "1.2")
         let entries = try #require(log["entries"] as? [[String: Any]])
         let query = (entries.first?["request"] as? [String: Any])?["queryString"] as? [[String: String]]
-        #expect(query == [["name": "lang", "value": "en"], ["name": "q", "value": "two words"]], "\(String(describing: query))")
+        #expect(
+            query == [["name": "lang", "value": "en"], ["name": "q", "value": "two words"]],
+            "\(String(describing: query))")
         for entry in entries { #expect(entry["_atsRuleChain"] is [String]) }
 
         // At exit the file is written again, with everything.

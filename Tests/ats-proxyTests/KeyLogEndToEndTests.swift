@@ -64,7 +64,8 @@ import Testing
         let proxy = try Child(
             executable: "/usr/bin/env",
             arguments: [
-                "SSLKEYLOGFILE=\(keys)", CLITests.binary.path, "--config", try directory.write("Info.plist", infoPlist("")),
+                "SSLKEYLOGFILE=\(keys)", CLITests.binary.path, "--config",
+                try directory.write("Info.plist", infoPlist("")),
                 "--listen", "127.0.0.1:\(port)", "--ca-dir", directory.file("ca"), "--loops", "1",
                 "--resolve", "\(Self.host):\(origin.port):127.0.0.1", "--upstream-ca", pki.caPath,
                 "--log-file", directory.file("proxy.log"),

@@ -48,7 +48,6 @@ final class OpenSSLOrigin {
     deinit { child.stop() }
 }
 
-
 /// `Fixtures/harcheck.py` on a HAR file: schema validation, then haralyzer's reading of every entry.
 struct HARCheck {
     let ok: Bool
