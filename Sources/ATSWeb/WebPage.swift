@@ -43,13 +43,13 @@ enum WebPage {
         .dict h2{font-size:.95rem;margin:.2rem 0 .3rem}
         table{border-collapse:collapse;width:100%}th,td{padding:.2rem .4rem;text-align:left;white-space:nowrap;border-bottom:1px solid var(--line)}
         th{position:sticky;top:0;background:var(--panel);font-weight:600;z-index:1}
-        td.url{max-width:28rem;overflow:hidden;text-overflow:ellipsis}td.num{text-align:right;font-variant-numeric:tabular-nums}
+        td.url{max-width:24rem;overflow:hidden;text-overflow:ellipsis}td.num{text-align:right;font-variant-numeric:tabular-nums}
         tr.flow{cursor:pointer}tr.flow:hover{background:var(--panel)}tr.flow.sel{background:var(--sel)}
         tr.flow td:first-child{border-left:4px solid var(--c)}
         .o-allowed{--c:var(--allowed)}.o-blocked{--c:var(--blocked)}.o-failed{--c:var(--failed)}.o-reported{--c:var(--reported)}.o-ignored{--c:var(--ignored)}
         .badge{color:var(--c);font-weight:600}
         aside{overflow:auto;padding:.6rem .8rem}aside h2{font-size:.95rem;margin:.9rem 0 .3rem}aside h2:first-child{margin-top:0}
-        pre{font:12px/1.35 ui-monospace,Menlo,monospace;background:var(--panel);padding:.5rem;border-radius:6px;white-space:pre-wrap;word-break:break-all;margin:0}
+        pre{tab-size:4;font:12px/1.35 ui-monospace,Menlo,monospace;background:var(--panel);padding:.5rem;border-radius:6px;white-space:pre-wrap;word-break:break-all;margin:0}
         dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .6rem;margin:0}dt{color:var(--mute)}dd{margin:0;word-break:break-all}
         .fix{border-left:4px solid var(--allowed);padding:.3rem .5rem;background:var(--panel)}.rule{border-left:4px solid var(--c,var(--line));padding:.3rem .5rem;background:var(--panel)}
         .muted{color:var(--mute)}button.copy{float:right;font:inherit}
@@ -81,7 +81,7 @@ enum WebPage {
         const state=document.getElementById("state");const counts=document.getElementById("counts");
         const f={host:document.getElementById("f-host"),outcome:document.getElementById("f-outcome"),code:document.getElementById("f-code"),
         source:document.getElementById("f-source"),text:document.getElementById("f-text"),violations:document.getElementById("f-violations")};
-        let paused=false,held=[],selected=null,clearedThrough=0;
+        let paused=false,held=[],selected=null,clearedThrough=0,skipped=0;
         const api={connected:false,flows:flows,select:select,applyFilters:applyFilters};window.atsProxy=api;
         function el(tag,cls,text){const e=document.createElement(tag);if(cls)e.className=cls;if(text!==undefined&&text!==null)e.textContent=String(text);return e;}
         function fmtTime(iso){const d=new Date(iso);return d.toLocaleTimeString([], {hour12:false})+"."+String(d.getMilliseconds()).padStart(3,"0");}
@@ -108,7 +108,8 @@ enum WebPage {
         flows.set(o.id,o);rows.append(row(o));
         while(flows.size>capacity){const first=flows.keys().next().value;flows.delete(first);const r=rows.firstElementChild;if(r)r.remove();}}
         function updateCounts(){let shown=0,v=0;for(const r of rows.children){if(!r.hidden)shown++;if(r.dataset.outcome==="blocked"||r.dataset.outcome==="reported")v++;}
-        counts.textContent=flows.size+" flows, "+v+" violations, "+shown+" shown"+(paused?" (paused, "+held.length+" waiting)":"");}
+        counts.textContent=flows.size+" flows, "+v+" violations, "+shown+" shown"+(paused?" (paused, "+held.length+" waiting)":"")+
+        (skipped?"; "+skipped+" not shown while the proxy was busy (they are in the HAR)":"");}
         function applyFilters(){for(const r of rows.children){const o=flows.get(Number(r.dataset.id));r.hidden=!o||!matches(o);}updateCounts();}
         function section(title,body){const h=el("h2","",title);detail.append(h);if(body)detail.append(body);}
         function kv(pairs){const d=el("dl");for(const [k,v] of pairs){d.append(el("dt","",k),el("dd","",v));}return d;}
@@ -136,6 +137,7 @@ enum WebPage {
         es.addEventListener("open",()=>{api.connected=true;state.textContent="live";state.className="on";});
         es.addEventListener("error",()=>{api.connected=false;state.textContent="reconnecting…";state.className="off";});
         es.addEventListener("message",(e)=>{receive(JSON.parse(e.data));scheduleCounts();});
+        es.addEventListener("skipped",(e)=>{skipped+=JSON.parse(e.data).count;scheduleCounts();});
         es.addEventListener("dictionary",(e)=>{const d=JSON.parse(e.data);const p=document.getElementById("dictionary");p.textContent=d.plist;p.className="";});}
         for(const k of ["host","code","text"])f[k].addEventListener("input",applyFilters);
         for(const k of ["outcome","source","violations"])f[k].addEventListener("change",applyFilters);

@@ -27,6 +27,11 @@ public final class WebServer: @unchecked Sendable {
         public var dictionaryInterval: Duration = .seconds(1)
         /// Bytes of events written to one page before waiting for its connection to drain.
         public var batchBytes = 512 * 1024
+        /// Flows sent to a page per flush once it has caught up with the ring; beyond that the
+        /// oldest pending ones are skipped (the page shows how many). With `flushInterval` this caps
+        /// the page's share of the machine (about 1,000 flows a second) however fast the proxy runs;
+        /// the HAR and the report still hold every flow of the ring.
+        public var liveFlowsPerFlush = 100
         /// Headers are shown unredacted (`--log-secrets`).
         public var allowSecrets = false
         /// Interval of the comment line that keeps idle event streams alive through proxies and
@@ -46,10 +51,14 @@ public final class WebServer: @unchecked Sendable {
         var cursor: Int
         /// A batch filled the connection's queue; the rest waits for `connectionDidDrain`.
         var waitingForDrain = false
+        /// The newest flow when the page connected: the ring up to it is replayed in full (paced by
+        /// drains); later flows are live and capped per flush.
+        let replayThrough: Int
 
-        init(connection: TCPConnection, cursor: Int) {
+        init(connection: TCPConnection, cursor: Int, replayThrough: Int) {
             self.connection = connection
             self.cursor = cursor
+            self.replayThrough = replayThrough
         }
     }
 
@@ -197,7 +206,7 @@ public final class WebServer: @unchecked Sendable {
         let hello: [String: String] = ["title": content.title, "capacity": "\(store.capacity)"]
         let helloJSON = (try? encoder.encode(hello)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         connection.write(Array("retry: 2000\nevent: hello\ndata: \(helloJSON)\n\n".utf8))
-        let subscriber = Subscriber(connection: connection, cursor: id)
+        let subscriber = Subscriber(connection: connection, cursor: id, replayThrough: store.newestID)
         subscribers[connection.id] = subscriber
         pump(subscriber)
         connection.write(dictionaryEvent(dictionaryText.isEmpty ? content.minimalDictionary() : dictionaryText))
@@ -245,17 +254,30 @@ public final class WebServer: @unchecked Sendable {
         if !store.armNotification(seen: subscribers.values.map(\.cursor).max() ?? 0) { scheduleFlush() }
     }
 
-    /// Writes the flows `subscriber` has not seen, up to `batchBytes`; the rest after a drain.
+    /// Writes the flows `subscriber` has not seen, up to `batchBytes` (the rest after a drain);
+    /// once it is live, at most `liveFlowsPerFlush`, skipping older pending ones with a `skipped` event.
     private func pump(_ subscriber: Subscriber) {
         guard !subscriber.waitingForDrain, subscriber.connection.isOpen else { return }
         var batch: [UInt8] = []
-        while batch.count < configuration.batchBytes {
-            let flows = store.flows(after: subscriber.cursor, limit: 64)
+        var budget = Int.max
+        if subscriber.cursor >= subscriber.replayThrough {
+            budget = configuration.liveFlowsPerFlush
+            let pending = store.newestID - subscriber.cursor
+            if pending > budget {
+                let skipped = pending - budget
+                subscriber.cursor += skipped
+                let json = (try? encoder.encode(["count": skipped])).map { Array($0) } ?? []
+                batch += Array("event: skipped\ndata: ".utf8) + json + Array("\n\n".utf8)
+            }
+        }
+        while batch.count < configuration.batchBytes && budget > 0 {
+            let flows = store.flows(after: subscriber.cursor, limit: min(64, budget))
             guard let last = flows.last else { break }
             for flow in flows {
                 batch += FlowView.event(flow, allowSecrets: configuration.allowSecrets, encoder: encoder)
             }
             subscriber.cursor = last.id
+            if budget != .max { budget -= flows.count }
         }
         guard !batch.isEmpty else { return }
         subscriber.connection.write(batch)

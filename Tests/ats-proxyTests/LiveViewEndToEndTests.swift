@@ -159,3 +159,56 @@ import Testing
         #expect(!resumed.bodyText.contains("id: 1\n"))
     }
 }
+
+/// Memory with the page open stays bounded by the ring: 50,000 requests through the proxy.
+@Suite(.serialized) struct LiveViewMemoryTests {
+    /// Resident set size of `pid` in KiB.
+    static func rss(_ pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    /// Sends `count` blocked cleartext requests on one keep-alive connection (curl reads URLs from a config file).
+    static func send(_ count: Int, stack: ProxyStack, tag: String) throws {
+        var config = ""
+        for index in 0..<count {
+            config += "url = \"\(stack.plain)/\(tag)/\(index)\"\noutput = \"/dev/null\"\n"
+        }
+        let path = try stack.directory.write("urls-\(tag).txt", config)
+        let result = try E2E.run(
+            "/usr/bin/curl",
+            ["-s", "--http1.1", "-x", "http://\(stack.proxy.address)", "-K", path, "-w", "%{http_code}\n"],
+            timeout: 600)
+        #expect(result.status == 0, "\(result.stderrText)")
+        #expect(result.stdoutText.split(separator: "\n").allSatisfy { $0 == "403" })
+    }
+
+    @Test(.timeLimit(.minutes(10))) func fiftyThousandRequestsWithThePageOpenStayWithinTheRing() throws {
+        let webPort = try E2E.freePort()
+        let stack = try ProxyStack(arguments: [
+            "--web", "127.0.0.1:\(webPort)", "--web-flows", "1000", "--diagnostics", "0",
+        ])
+        // The page: an event stream read as it comes (curl -N), like a browser tab.
+        let page = try Child(
+            executable: "/usr/bin/curl", arguments: ["-s", "-N", "http://127.0.0.1:\(webPort)/events"],
+            directory: stack.directory, label: "page")
+        defer { page.stop() }
+        let pid = stack.proxy.child.pid
+        try Self.send(10_000, stack: stack, tag: "warm")
+        let warm = Self.rss(pid)
+        try Self.send(40_000, stack: stack, tag: "more")
+        let after = Self.rss(pid)
+        #expect(page.process.isRunning, "the page's stream closed")
+        #expect(page.stdoutText.contains("id: "), "the page got no flows")
+        // 40,000 more records kept would cost well over 40 MB (each holds its headers and console lines);
+        // the ring keeps 1,000, so growth stays small.
+        #expect(after - warm < 24 * 1024, "RSS grew from \(warm) KiB to \(after) KiB")
+        let events = try Curl.fetch(
+            "http://127.0.0.1:\(webPort)/events", proxy: nil, arguments: ["-N", "--max-time", "3"], timeout: 6,
+            directory: stack.directory)
+        let ids = events.bodyText.split(separator: "\n").filter { $0.hasPrefix("id: ") }
+        #expect(ids.count == 1000, "a new page gets the ring: \(ids.count) flows")
+        #expect(ids.first == "id: 49001")
+    }
+}
