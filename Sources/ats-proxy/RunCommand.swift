@@ -136,8 +136,7 @@ struct ProxyOptions: ParsableArguments {
         let loaded = try policy.loadSource()
         let snapshot = try makeSnapshot(loaded)
         let observation = try SessionObservation.make(observe, allowSecrets: logSecrets)
-        let sessionReport =
-            report != nil || observation?.wantsWeb == true ? SessionReport(snapshot: snapshot, source: loaded) : nil
+        let sessionReport = report.map { _ in SessionReport(snapshot: snapshot, source: loaded) }
         let flows = observation?.store
         let stats = SessionStats()
         let observer: @Sendable (RequestRecord) -> Void = { record in
@@ -178,9 +177,10 @@ struct ProxyOptions: ParsableArguments {
         settings.selfAuthorities = AuthorityBook(Self.selfAuthorities(addresses))
         var onboarding = try OnboardingSite(
             certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses))
-        if let observation, let sessionReport {
+        if let observation {
             try observation.startWeb(
-                report: sessionReport, title: "\(loaded.summary) · \(snapshot.evaluator.options.platform) · \(mode)",
+                report: sessionReport, makeReport: { SessionReport(snapshot: snapshot, source: loaded) },
+                title: "\(loaded.summary) · \(snapshot.evaluator.options.platform) · \(mode)",
                 caPEM: onboarding.caPEM, allowList: allowClients.isEmpty ? nil : ClientAllowList(parsing: allowClients),
                 backend: eventLoop)
             onboarding.flowsURL = observation.webURL

@@ -49,9 +49,6 @@ final class SessionObservation: @unchecked Sendable {
         self.allowSecrets = allowSecrets
     }
 
-    /// Whether the live page was asked for (it needs a session report for its dictionary panel and downloads).
-    var wantsWeb: Bool { webAddress != nil }
-
     /// The HAR of the flows in the ring.
     func harData() -> Data {
         let builder = HARBuilder(allowSecrets: allowSecrets, creatorVersion: ATSProxyVersion.text)
@@ -59,15 +56,24 @@ final class SessionObservation: @unchecked Sendable {
     }
 
     /// Starts the web view (when asked) on an event loop of its own, of the proxy's backend.
+    /// - Parameters:
+    ///   - report: the `--report` session report, fed on the request path already; without one the
+    ///     page's dictionary and report downloads come from a report of its own, fed from the ring
+    ///     on the web loop when asked for, so that the page adds nothing to the request path.
+    ///   - makeReport: an empty report under the loaded policy (used when `report` is nil).
     func startWeb(
-        report: SessionReport, title: String, caPEM: [UInt8], allowList: ClientAllowList?, backend: EventLoopBackend
+        report: SessionReport?, makeReport: @escaping @Sendable () -> SessionReport, title: String, caPEM: [UInt8],
+        allowList: ClientAllowList?, backend: EventLoopBackend
     ) throws {
         guard let webAddress, let store else { return }
+        let source =
+            report.map(ReportSource.shared) ?? ReportSource.fromRing(RingReport(store: store, report: makeReport()))
+        let report: @Sendable () -> SessionReport = { source.current() }
         var configuration = WebServer.Configuration(address: webAddress, allowList: allowList)
         configuration.allowSecrets = allowSecrets
         let content = WebContent(
-            title: title, har: { [self] in harData() }, reportJSON: { (try? report.jsonData()) ?? Data() },
-            reportHTML: { report.html() }, minimalDictionary: { report.document().minimalDictionary.plist },
+            title: title, har: { [self] in harData() }, reportJSON: { (try? report().jsonData()) ?? Data() },
+            reportHTML: { report().html() }, minimalDictionary: { report().document().minimalDictionary.plist },
             caPEM: caPEM)
         let server = WebServer(configuration: configuration, store: store, content: content, backend: backend)
         do {
@@ -123,5 +129,45 @@ final class SessionObservation: @unchecked Sendable {
         guard FileManager.default.fileExists(atPath: parent, isDirectory: &isDirectory), isDirectory.boolValue,
             FileManager.default.isWritableFile(atPath: parent)
         else { throw CLIError.usage("--har \(path): the directory \(parent) does not exist or is not writable") }
+    }
+}
+
+/// Where the live page's report comes from: the `--report` one, or one of its own fed from the ring.
+enum ReportSource: Sendable {
+    case shared(SessionReport)
+    case fromRing(RingReport)
+
+    /// The report, brought up to date.
+    func current() -> SessionReport {
+        switch self {
+        case .shared(let report): report
+        case .fromRing(let ring): ring.current()
+        }
+    }
+}
+
+/// A session report fed lazily from the flow ring: each flow is recorded once, when the page next
+/// asks (at most once a second), on the web loop instead of the request path. Flows that left the
+/// ring before that are not in it. Thread-safe (a lock around the cursor and the feeding).
+final class RingReport: @unchecked Sendable {
+    private let store: FlowStore
+    private let report: SessionReport
+    private let lock = NSLock()
+    private var cursor = 0
+
+    init(store: FlowStore, report: SessionReport) {
+        self.store = store
+        self.report = report
+    }
+
+    /// The report with every flow recorded since the last call.
+    func current() -> SessionReport {
+        lock.withLock {
+            for flow in store.flows(after: cursor) {
+                report.record(flow.record)
+                cursor = flow.id
+            }
+        }
+        return report
     }
 }
