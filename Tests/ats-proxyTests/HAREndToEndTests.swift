@@ -95,6 +95,19 @@ import Testing
         #expect((check.entries.first?["requestHeaders"] as? [String: String])?["cookie"] == "session=visible-cookie")
     }
 
+    @Test func badObservationOptionsAreRefusedNamingTheFlag() throws {
+        let cases: [([String], String)] = [
+            (["--web", "nonsense"], "--web 'nonsense' is not HOST:PORT"),
+            (["--web-flows", "0"], "--web-flows must be at least 1"),
+            (["--keylog", "/nonexistent-dir/keys.log"], "--keylog: TLS key log /nonexistent-dir/keys.log"),
+        ]
+        for (arguments, message) in cases {
+            let result = try E2E.run(CLITests.binary.path, arguments + ["--listen", "127.0.0.1:0"], timeout: 30)
+            #expect(result.status != 0, "\(arguments)")
+            #expect(result.stderrText.contains(message), "\(arguments): \(result.stderrText)")
+        }
+    }
+
     @Test func unwritableHARDirectoryIsRefusedAtStart() throws {
         let result = try E2E.run(
             CLITests.binary.path, ["--har", "/nonexistent-dir/session.har", "--listen", "127.0.0.1:0"], timeout: 30)
