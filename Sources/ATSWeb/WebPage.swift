@@ -53,7 +53,9 @@ enum WebPage {
         dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .6rem;margin:0}dt{color:var(--mute)}dd{margin:0;word-break:break-all}
         .fix{border-left:4px solid var(--allowed);padding:.3rem .5rem;background:var(--panel)}.rule{border-left:4px solid var(--c,var(--line));padding:.3rem .5rem;background:var(--panel)}
         .muted{color:var(--mute)}button.copy{float:right;font:inherit}
-        @media (max-width:760px){main{display:block;height:auto}.left{border-right:0}.list{max-height:55vh;border-bottom:1px solid var(--line)}.dict{max-height:none}
+        @media (max-width:760px){main{display:flex;flex-direction:column;height:auto}.left{display:contents}
+        .list{order:1;max-height:50vh;border-bottom:1px solid var(--line)}aside{order:2;border-bottom:1px solid var(--line)}.dict{order:3;max-height:none}
+        td.url{max-width:9rem}th,td{padding:.2rem .25rem}
         .wide{display:none}header .dl{margin-left:0}}
         </style></head><body>
         <header><h1>ats-proxy</h1><span class="title">{{TITLE}}</span><span id="state" class="off">connecting…</span>
@@ -129,6 +131,7 @@ enum WebPage {
         const con=el("pre","",o.console.length?o.console.join("\n"):"(none at this level)");con.id="d-console";section("Console (as the device logs it)",con);
         section("Request headers",headers(o.requestHeaders));section("Response headers",headers(o.responseHeaders));
         if(o.retried)section("Note",el("p","","sent again on a new connection (the reused one closed first)"));
+        if(matchMedia("(max-width:760px)").matches)detail.scrollIntoView({block:"start"});
         return true;}
         function receive(o){if(paused){held.push(o);}else{add(o);}}
         let pending=false;function scheduleCounts(){if(pending)return;pending=true;requestAnimationFrame(()=>{pending=false;updateCounts();});}

@@ -40,7 +40,7 @@ import Testing
                 "python3", E2E.fixture("cdp_page.py"), "--chromium", chromium, "--url", "http://127.0.0.1:\(webPort)/",
                 "--profile", directory.file("profile"), "--screenshot", screenshot, "--expect", "5",
                 "--filter-host", "legacy", "--select-outcome", "blocked", "--expect-dictionary", "plain.example.test",
-                "--timeout", "90",
+                "--timeout", "90", "--phone-screenshot", directory.file("live-flows-phone.png"),
             ], directory: directory, label: "cdp")
         let connected = E2E.poll(timeout: 90) { () -> Bool? in
             if !browser.process.isRunning { return false }
@@ -100,12 +100,16 @@ import Testing
         #expect(dictionary.contains("plain.example.test"), "\(dictionary)")
         #expect(dictionary.contains("NSExceptionAllowsInsecureHTTPLoads"))
 
-        let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
-        #expect(png.count > 20_000 && png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
+        // On a phone the page fits the screen's width (the table scrolls inside its own box).
+        #expect(result["phoneScrollWidth"] as? Int ?? 9999 <= 390, "\(result["phoneScrollWidth"] ?? "-")")
         try FileManager.default.createDirectory(at: testArtifacts, withIntermediateDirectories: true)
-        let artifact = testArtifacts.appendingPathComponent("live-flows.png")
-        try? FileManager.default.removeItem(at: artifact)
-        try FileManager.default.copyItem(at: URL(fileURLWithPath: screenshot), to: artifact)
+        for name in ["live-flows.png", "live-flows-phone.png"] {
+            let png = try Data(contentsOf: URL(fileURLWithPath: directory.file(name)))
+            #expect(png.count > 20_000 && png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
+            let artifact = testArtifacts.appendingPathComponent(name)
+            try? FileManager.default.removeItem(at: artifact)
+            try FileManager.default.copyItem(at: URL(fileURLWithPath: directory.file(name)), to: artifact)
+        }
     }
 
     @Test func downloadsAndRefusals() throws {

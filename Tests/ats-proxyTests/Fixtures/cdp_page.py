@@ -112,6 +112,7 @@ def main():
     parser.add_argument("--select-outcome", default="blocked")
     parser.add_argument("--expect-dictionary", default="NSAppTransportSecurity")
     parser.add_argument("--timeout", type=float, default=60)
+    parser.add_argument("--phone-screenshot", help="also a 390x844 (phone) screenshot, after the main one")
     args = parser.parse_args()
 
     browser = Browser(args.chromium, args.profile, 1400, 900)
@@ -157,6 +158,13 @@ def main():
         shot = browser.send("Page.captureScreenshot", {"format": "png"})
         with open(args.screenshot, "wb") as handle:
             handle.write(base64.b64decode(shot["data"]))
+        if args.phone_screenshot:
+            browser.send("Emulation.setDeviceMetricsOverride",
+                         {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})
+            result["phoneScrollWidth"] = browser.evaluate("document.documentElement.scrollWidth")
+            shot = browser.send("Page.captureScreenshot", {"format": "png"})
+            with open(args.phone_screenshot, "wb") as handle:
+                handle.write(base64.b64decode(shot["data"]))
         print("RESULT " + json.dumps(result), flush=True)
     finally:
         browser.close()
