@@ -50,7 +50,7 @@ enum WebPage {
         .badge{color:var(--c);font-weight:600}
         aside{overflow:auto;padding:.6rem .8rem}aside h2{font-size:.95rem;margin:.9rem 0 .3rem}aside h2:first-child{margin-top:0}
         pre{tab-size:4;font:12px/1.35 ui-monospace,Menlo,monospace;background:var(--panel);padding:.5rem;border-radius:6px;white-space:pre-wrap;word-break:break-all;margin:0}
-        dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .6rem;margin:0}dt{color:var(--mute)}dd{margin:0;word-break:break-all}
+        dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .6rem;margin:0}dt{color:var(--mute)}dd{margin:0;word-break:break-all;white-space:pre-line}
         .fix{border-left:4px solid var(--allowed);padding:.3rem .5rem;background:var(--panel)}.rule{border-left:4px solid var(--c,var(--line));padding:.3rem .5rem;background:var(--panel)}
         .muted{color:var(--mute)}button.copy{float:right;font:inherit}
         @media (max-width:760px){main{display:flex;flex-direction:column;height:auto}.left{display:contents}

@@ -40,6 +40,12 @@ import Testing
         #expect(first["httpVersion"] as? String == "HTTP/1.1")
         #expect(first["code"] is NSNull)
         #expect((first["tls"] as? [String: String])?["version"]?.hasPrefix("TLS") == true, "\(first)")
+        // The detailed facts the HAR asks for: the chain, the leaf's names and validity, SCTs.
+        let tls = first["tls"] as? [String: String] ?? [:]
+        #expect(tls["leafNames"]?.contains("api.example.test") == true, "\(tls)")
+        #expect(tls["chain"]?.hasPrefix("0: ") == true, "\(tls)")
+        #expect(tls["leafValidity"]?.hasSuffix("days)") == true, "\(tls)")
+        #expect(tls["scts"] != nil && tls["anchor"] == "user-installed", "\(tls)")
         let headers = first["requestHeaders"] as? [String: String] ?? [:]
         #expect(headers["cookie"]?.hasPrefix("<redacted") == true, "\(headers)")
         #expect(headers["authorization"]?.hasPrefix("<redacted") == true, "\(headers)")

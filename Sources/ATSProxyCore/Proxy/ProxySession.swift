@@ -879,7 +879,7 @@ public struct ProxySession {
             let summary = services.upstreamTLS.summarize(tls, host: key.host, time: now)
             let verdict = UpstreamVerdict.judging(
                 summary, requirements: requirements, url: exchange?.url ?? "", host: key.host)
-            exchange?.tls = Self.tlsFacts(summary)
+            exchange?.tls = Self.tlsFacts(summary, detailed: services.settings.detailedTLSFacts)
             if verdict.isBlocked {
                 if services.settings.mode == .report {
                     exchange?.result = .reported
@@ -1756,7 +1756,7 @@ public struct ProxySession {
         return "\(domain):\(code)"
     }
 
-    static func tlsFacts(_ summary: HandshakeSummary) -> [String: String] {
+    static func tlsFacts(_ summary: HandshakeSummary, detailed: Bool = false) -> [String: String] {
         var facts: [String: String] = [
             "version": summary.version.rawValue, "cipher": summary.cipher.ianaName,
             "keyExchange": summary.cipher.keyExchange.rawValue,
@@ -1768,6 +1768,7 @@ public struct ProxySession {
         }
         facts["chainLength"] = "\(summary.presentedChain.count)"
         if let alpn = summary.alpn { facts["alpn"] = alpn }
+        if detailed { facts.merge(summary.detailedFacts) { kept, _ in kept } }
         return facts
     }
 }

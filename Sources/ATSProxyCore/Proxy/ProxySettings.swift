@@ -59,6 +59,8 @@ public struct ProxySettings: Sendable {
     public var selfAuthorities = AuthorityBook()
     /// Port used for `--cleartext upgrade` (443 unless mapped).
     public var upgradePort: Int = 443
+    /// Records carry `HandshakeSummary.detailedFacts` too (chain, names, SCTs; for the live view and the HAR).
+    public var detailedTLSFacts = false
 
     public init() {}
 
