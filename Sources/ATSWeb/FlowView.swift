@@ -29,6 +29,7 @@ struct FlowView: Encodable {
     var responseHeaders: [[String]]
     var console: [String]
     var retried: Bool
+    var timings: RequestRecord.Timings?
 
     init(_ flow: Flow, allowSecrets: Bool) {
         let record = flow.record
@@ -60,6 +61,7 @@ struct FlowView: Encodable {
         }
         console = record.consoleLines
         retried = record.retriedOnNewConnection ?? false
+        timings = record.timings
     }
 
     /// The SSE event for `flow`: `id`, then one `data` line of JSON (JSON never contains a raw newline).

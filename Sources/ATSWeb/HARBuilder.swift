@@ -35,12 +35,12 @@ public struct HARBuilder: Sendable {
     }
 
     /// One entry. The record keeps the status code but not the reason phrase, so `statusText` is
-    /// empty (as DevTools writes it for HTTP/2); only the total time is measured, so it is all `wait`.
+    /// empty (as DevTools writes it for HTTP/2).
     func entry(_ record: RequestRecord) -> HARArchive.Entry {
         let version = Self.httpVersion(record.httpProtocol)
         let requestHeaders = SecretRedactor.redact(record.requestHeaders, allowSecrets: allowSecrets)
         let responseHeaders = SecretRedactor.redact(record.responseHeaders, allowSecrets: allowSecrets)
-        let duration = max(0, record.durationMilliseconds)
+        let timings = Self.timings(record)
         let status = record.status ?? 0
         let contentType = record.responseHeaders.first { $0.name.lowercased() == "content-type" }?.value
         let location = record.responseHeaders.first { $0.name.lowercased() == "location" }?.value
@@ -58,16 +58,39 @@ public struct HARBuilder: Sendable {
             redirectURL: location ?? "", headersSize: -1, bodySize: status == 0 ? -1 : record.bytesToClient)
         let taskID = record.taskID
         return HARArchive.Entry(
-            startedDateTime: Self.timestamp(record.time), time: duration, request: request, response: response,
-            cache: HARArchive.Cache(),
-            timings: HARArchive.Timings(
-                blocked: -1, dns: -1, connect: -1, send: 0, wait: duration, receive: 0, ssl: -1),
+            startedDateTime: Self.timestamp(record.time),
+            time: [timings.blocked, timings.dns, timings.connect, timings.send, timings.wait, timings.receive]
+                .filter { $0 > 0 }.reduce(0, +),
+            request: request, response: response, cache: HARArchive.Cache(), timings: timings,
             serverIPAddress: nil,
             connection: taskID.components(separatedBy: ">.<").first,
             comment: nil,
             _atsOutcome: FlowOutcome(record).rawValue, _atsCode: FlowOutcome.code(of: record), _atsRule: record.rule,
             _atsRuleChain: record.ruleChain, _atsFix: record.fix, _tls: record.tls,
             _atsSource: record.source.rawValue, _atsConsole: record.consoleLines.isEmpty ? nil : record.consoleLines)
+    }
+
+    /// HAR timings from the record's phase ends: `blocked` until the upstream was asked for, `connect`
+    /// (TCP and TLS, as HAR counts it) and `ssl` for a new upstream connection, `wait` until the first
+    /// response byte, `receive` for the rest. DNS is inside `connect` (the resolver is not timed on its
+    /// own), so it is -1, as are the phases of a reused connection. Without timings (or a response),
+    /// the time after the last known phase is `wait`. The non-negative phases add up to the total.
+    static func timings(_ record: RequestRecord) -> HARArchive.Timings {
+        let total = max(0, record.durationMilliseconds)
+        let phases = record.timings ?? RequestRecord.Timings()
+        func span(_ from: Double?, _ to: Double?) -> Double {
+            guard let from, let to else { return -1 }
+            return max(0, min(to, total) - min(from, total))
+        }
+        let connectEnd = phases.secured ?? phases.connected
+        let waitStart = connectEnd ?? phases.connectStart ?? 0
+        let blocked = phases.connectStart.map { min($0, total) } ?? -1
+        let connect = span(phases.connectStart, connectEnd)
+        let ssl = span(phases.connected, phases.secured)
+        let wait = phases.firstByte.map { max(0, min($0, total) - min(waitStart, total)) } ?? max(0, total - waitStart)
+        let receive = phases.firstByte.map { max(0, total - min($0, total)) } ?? 0
+        return HARArchive.Timings(
+            blocked: blocked, dns: -1, connect: connect, send: 0, wait: wait, receive: receive, ssl: ssl)
     }
 
     /// `HTTP/1.1` or `HTTP/2.0` (what DevTools writes) from the record's `http/1.1` or `h2`.

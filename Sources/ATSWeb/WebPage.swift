@@ -127,7 +127,13 @@ enum WebPage {
         const chain=el("pre","",o.ruleChain.length?o.ruleChain.map((k,i)=>(i?"↳ ":"")+k).join("\n"):"(no rule chain)");chain.id="d-chain";section("Rule chain (most specific first)",chain);
         if(o.fix){const fx=el("div","fix",o.fix);fx.id="d-fix";section("Smallest Info.plist fix",fx);}
         const tls=o.tls?kv(Object.keys(o.tls).sort().map(k=>[k,o.tls[k]])):el("p","muted","no upstream TLS handshake");tls.id="d-tls";section("TLS",tls);
-        const tm=kv([["total",o.ms+" ms"],["started",o.time]]);tm.id="d-timings";section("Timings",tm);
+        const ph=o.timings||{},tl=[];const at=(v)=>v===undefined||v===null?null:v;
+        if(at(ph.connectStart)!==null)tl.push(["upstream asked for",ph.connectStart+" ms"]);
+        if(at(ph.connected)!==null)tl.push(["connected (TCP)",ph.connected+" ms"]);
+        if(at(ph.secured)!==null)tl.push(["TLS done",ph.secured+" ms"]);
+        if(at(ph.firstByte)!==null)tl.push(["first byte",ph.firstByte+" ms"]);
+        if(o.timings&&at(ph.connectStart)===null&&o.outcome!=="blocked")tl.push(["upstream","reused connection"]);
+        const tm=kv(tl.concat([["total",o.ms+" ms"],["started",o.time]]));tm.id="d-timings";section("Timings",tm);
         const con=el("pre","",o.console.length?o.console.join("\n"):"(none at this level)");con.id="d-console";section("Console (as the device logs it)",con);
         section("Request headers",headers(o.requestHeaders));section("Response headers",headers(o.responseHeaders));
         if(o.retried)section("Note",el("p","","sent again on a new connection (the reused one closed first)"));

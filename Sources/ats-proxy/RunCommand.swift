@@ -173,7 +173,7 @@ struct ProxyOptions: ParsableArguments {
         // Without a pool, an idle client's upstream handed back after the linger would just be closed: keep it.
         if Int(upstreamIdleTimeout * 1000) == 0 { settings.upstreamLinger = 0 }
         settings.upgradePort = upgradePort
-        settings.detailedTLSFacts = observe.keepsFlows
+        settings.detailedRecords = observe.keepsFlows
         let addresses = (listenOverride ?? listen).compactMap(ListenAddress.init(parsing:))
         settings.selfAuthorities = AuthorityBook(Self.selfAuthorities(addresses))
         var onboarding = try OnboardingSite(

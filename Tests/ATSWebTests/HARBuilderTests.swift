@@ -29,6 +29,24 @@ import Testing
         #expect(open.log.entries.first?.request.cookies == [HARArchive.Cookie(name: "a", value: "b")])
     }
 
+    @Test func phaseTimingsBecomeHARTimingsThatAddUpToTheTotal() {
+        var record = sampleRecord("https://a.example/")
+        record = record.updating {
+            $0.durationMilliseconds = 20
+            $0.timings = RequestRecord.Timings(connectStart: 1, connected: 3, secured: 8, firstByte: 12)
+        }
+        let entry = HARBuilder(allowSecrets: false, creatorVersion: "1").entry(record)
+        #expect(
+            entry.timings
+                == HARArchive.Timings(blocked: 1, dns: -1, connect: 7, send: 0, wait: 4, receive: 8, ssl: 5))
+        #expect(entry.time == 20)
+        // A reused connection: no connect phases, the wait runs from the start.
+        record = record.updating { $0.timings = RequestRecord.Timings(firstByte: 6) }
+        let reused = HARBuilder(allowSecrets: false, creatorVersion: "1").entry(record)
+        #expect(reused.timings.connect == -1 && reused.timings.ssl == -1 && reused.timings.blocked == -1)
+        #expect(reused.timings.wait == 6 && reused.timings.receive == 14 && reused.time == 20)
+    }
+
     @Test func failedLoadWithoutResponseHasStatusZero() throws {
         let record = sampleRecord("https://down.example/", result: .failed, errorCode: -1004, status: nil)
         let entry = HARBuilder(allowSecrets: false, creatorVersion: "1").entry(record)

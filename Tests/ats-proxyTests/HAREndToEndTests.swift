@@ -40,6 +40,12 @@ import Testing
         #expect(first["httpVersion"] as? String == "HTTP/1.1")
         #expect(first["code"] is NSNull)
         #expect((first["tls"] as? [String: String])?["version"]?.hasPrefix("TLS") == true, "\(first)")
+        // A new upstream connection: connect and TLS are timed, and the phases add up to the total.
+        let timings = first["timings"] as? [String: Double] ?? [:]
+        #expect((timings["connect"] ?? -1) >= 0 && (timings["ssl"] ?? -1) >= 0, "\(timings)")
+        #expect((timings["connect"] ?? 0) >= (timings["ssl"] ?? 0), "HAR counts TLS inside connect: \(timings)")
+        let phases = ["blocked", "dns", "connect", "send", "wait", "receive"].map { max(0, timings[$0] ?? 0) }
+        #expect(abs(phases.reduce(0, +) - (first["time"] as? Double ?? -1)) < 0.01, "\(timings) \(first)")
         // The detailed facts the HAR asks for: the chain, the leaf's names and validity, SCTs.
         let tls = first["tls"] as? [String: String] ?? [:]
         #expect(tls["leafNames"]?.contains("api.example.test") == true, "\(tls)")

@@ -108,6 +108,8 @@ public struct ProxySession {
         var retried = false
         /// The request's Authorization names NTLM or Negotiate (`namesConnectionAuthentication`).
         var authenticatesConnection = false
+        /// When the upstream phases ended (reported only with `ProxySettings.detailedRecords`).
+        var timings = PhaseTimes()
 
         init(
             number: Int, start: Date, method: String, url: String, target: RequestTarget, decision: ATSDecision,
@@ -660,6 +662,7 @@ public struct ProxySession {
         upstreamProtocol = "http/1.1"
         upstreamShareable = false
         upstreamIdle = false
+        exchange?.timings.connectStart = now
         commands.append(
             .connectUpstream(host: key.host, port: key.port, reuse: reusable && !key.permissive ? key : nil))
     }
@@ -793,6 +796,7 @@ public struct ProxySession {
     // MARK: - Upstream
 
     private mutating func upstreamConnected() {
+        exchange?.timings.connected = now
         switch upstream {
         case .connecting(let key):
             if case .passthroughConnecting = phase {
@@ -879,7 +883,8 @@ public struct ProxySession {
             let summary = services.upstreamTLS.summarize(tls, host: key.host, time: now)
             let verdict = UpstreamVerdict.judging(
                 summary, requirements: requirements, url: exchange?.url ?? "", host: key.host)
-            exchange?.tls = Self.tlsFacts(summary, detailed: services.settings.detailedTLSFacts)
+            exchange?.tls = Self.tlsFacts(summary, detailed: services.settings.detailedRecords)
+            exchange?.timings.secured = now
             if verdict.isBlocked {
                 if services.settings.mode == .report {
                     exchange?.result = .reported
@@ -951,6 +956,7 @@ public struct ProxySession {
             return
         }
         guard let exchange else { return }
+        if !exchange.responseBytesSeen { exchange.timings.firstByte = now }
         exchange.responseBytesSeen = true
         var events = takeEventList()
         exchange.responseParser.feed(bytes[...], into: &events)
@@ -1357,7 +1363,8 @@ public struct ProxySession {
             requestHeaders: exchange.requestHeaders.fields, responseHeaders: exchange.responseHeaders.fields,
             bytesFromClient: exchange.bytesFromClient, bytesToClient: exchange.bytesToClient,
             durationMilliseconds: now.timeIntervalSince(exchange.start) * 1000, consoleLines: exchange.consoleLines,
-            retriedOnNewConnection: exchange.retried ? true : nil)
+            retriedOnNewConnection: exchange.retried ? true : nil,
+            timings: services.settings.detailedRecords ? exchange.timings.record(since: exchange.start) : nil)
         commands.append(.log(record))
     }
 

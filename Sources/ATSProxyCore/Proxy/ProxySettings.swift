@@ -59,8 +59,9 @@ public struct ProxySettings: Sendable {
     public var selfAuthorities = AuthorityBook()
     /// Port used for `--cleartext upgrade` (443 unless mapped).
     public var upgradePort: Int = 443
-    /// Records carry `HandshakeSummary.detailedFacts` too (chain, names, SCTs; for the live view and the HAR).
-    public var detailedTLSFacts = false
+    /// Records carry `HandshakeSummary.detailedFacts` too (chain, names, SCTs) and their phase timings
+    /// (for the live view and the HAR).
+    public var detailedRecords = false
 
     public init() {}
 
