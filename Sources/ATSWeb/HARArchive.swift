@@ -59,6 +59,7 @@ public struct HARArchive: Sendable, Codable, Equatable {
         public var cookies: [Cookie]
         public var headers: [NameValue]
         public var queryString: [NameValue]
+        public var postData: PostData?
         public var headersSize: Int
         public var bodySize: Int
     }
@@ -88,12 +89,32 @@ public struct HARArchive: Sendable, Codable, Equatable {
         public var value: String
     }
 
-    /// The response body's description (the body itself is not kept).
+    /// The response body's description, with its first bytes when `--capture-bodies` kept them.
     public struct Content: Sendable, Codable, Equatable {
         public var size: Int
         public var mimeType: String
         public var text: String?
+        /// `base64` when `text` holds base64 (the body is not text).
         public var encoding: String?
+        public var comment: String?
+
+        public init(size: Int, mimeType: String, text: String?, encoding: String?, comment: String? = nil) {
+            self.size = size
+            self.mimeType = mimeType
+            self.text = text
+            self.encoding = encoding
+            self.comment = comment
+        }
+    }
+
+    /// A request body (`--capture-bodies`).
+    public struct PostData: Sendable, Codable, Equatable {
+        public var mimeType: String
+        public var text: String
+        /// `base64` when `text` holds base64 (HAR 1.2 has no encoding for postData; a custom field).
+        public var _encoding: String?
+        /// Set when only the first bytes were kept.
+        public var comment: String?
     }
 
     /// Cache use (not observed by a proxy: empty).

@@ -48,13 +48,14 @@ public struct HARBuilder: Sendable {
             method: record.method, url: record.url, httpVersion: version,
             cookies: allowSecrets ? Self.requestCookies(record.requestHeaders) : [],
             headers: requestHeaders.map { HARArchive.NameValue(name: $0.name, value: $0.value) },
-            queryString: Self.query(record.url), headersSize: -1, bodySize: record.bytesFromClient)
+            queryString: Self.query(record.url),
+            postData: Self.postData(record.bodies, type: Self.field("content-type", record.requestHeaders)),
+            headersSize: -1, bodySize: record.bytesFromClient)
         let response = HARArchive.Response(
             status: status, statusText: "", httpVersion: status == 0 ? "" : version,
             cookies: [],
             headers: responseHeaders.map { HARArchive.NameValue(name: $0.name, value: $0.value) },
-            content: HARArchive.Content(
-                size: record.bytesToClient, mimeType: contentType ?? "x-unknown", text: nil, encoding: nil),
+            content: Self.content(record, mimeType: contentType ?? "x-unknown"),
             redirectURL: location ?? "", headersSize: -1, bodySize: status == 0 ? -1 : record.bytesToClient)
         let taskID = record.taskID
         return HARArchive.Entry(
@@ -68,6 +69,43 @@ public struct HARBuilder: Sendable {
             _atsOutcome: FlowOutcome(record).rawValue, _atsCode: FlowOutcome.code(of: record), _atsRule: record.rule,
             _atsRuleChain: record.ruleChain, _atsFix: record.fix, _tls: record.tls,
             _atsSource: record.source.rawValue, _atsConsole: record.consoleLines.isEmpty ? nil : record.consoleLines)
+    }
+
+    /// The value of the first header field `name` (lower-case).
+    static func field(_ name: String, _ fields: [RequestRecord.HeaderField]) -> String? {
+        fields.first { $0.name.lowercased() == name }?.value
+    }
+
+    /// Text when `bytes` are UTF-8 and the type looks textual; base64 otherwise.
+    static func encode(_ bytes: [UInt8], type: String?) -> (text: String, base64: Bool) {
+        let textual =
+            type.map { type in
+                let lower = type.lowercased()
+                return lower.hasPrefix("text/") || lower.contains("json") || lower.contains("xml")
+                    || lower.contains("javascript") || lower.contains("x-www-form-urlencoded")
+            } ?? false
+        if textual, let text = String(validating: bytes, as: UTF8.self) { return (text, false) }
+        return (Data(bytes).base64EncodedString(), true)
+    }
+
+    /// The request body as HAR `postData` (nil without captured bytes).
+    static func postData(_ bodies: RequestRecord.Bodies?, type: String?) -> HARArchive.PostData? {
+        guard let bodies, !bodies.request.isEmpty else { return nil }
+        let (text, base64) = encode(bodies.request, type: type)
+        return HARArchive.PostData(
+            mimeType: type ?? "application/octet-stream", text: text, _encoding: base64 ? "base64" : nil,
+            comment: bodies.requestTruncated ? "first \(bodies.request.count) bytes (--capture-bodies)" : nil)
+    }
+
+    /// The response content, with the captured body as `text` (base64 when not text).
+    static func content(_ record: RequestRecord, mimeType: String) -> HARArchive.Content {
+        guard let bodies = record.bodies, !bodies.response.isEmpty else {
+            return HARArchive.Content(size: record.bytesToClient, mimeType: mimeType, text: nil, encoding: nil)
+        }
+        let (text, base64) = encode(bodies.response, type: mimeType)
+        return HARArchive.Content(
+            size: record.bytesToClient, mimeType: mimeType, text: text, encoding: base64 ? "base64" : nil,
+            comment: bodies.responseTruncated ? "first \(bodies.response.count) bytes (--capture-bodies)" : nil)
     }
 
     /// HAR timings from the record's phase ends: `blocked` until the upstream was asked for, `connect`

@@ -20,6 +20,13 @@ struct ObservationOptions: ParsableArguments {
     var har: String?
 
     @Option(
+        name: .customLong("capture-bodies"),
+        help: ArgumentHelp(
+            "Keep the first SIZE bytes of every request and response body for the HAR (e.g. 64k, 1m; default: none).",
+            discussion: "Memory: up to twice SIZE per flow in the ring (--web-flows)."))
+    var captureBodies: String?
+
+    @Option(
         name: .long,
         help: ArgumentHelp(
             "Append the TLS secrets of both legs (NSS key log format, for Wireshark) to this file.",
@@ -33,6 +40,30 @@ struct ObservationOptions: ParsableArguments {
         guard webFlows > 0 else { throw ValidationError("--web-flows must be at least 1") }
         if let har, har.isEmpty { throw ValidationError("--har needs a file name") }
         if let keylog, keylog.isEmpty { throw ValidationError("--keylog needs a file name") }
+        if let captureBodies, Self.byteCount(captureBodies) == nil {
+            throw ValidationError("--capture-bodies '\(captureBodies)' is not a size such as 65536, 64k or 1m")
+        }
+        if captureBodies != nil && !keepsFlows {
+            throw ValidationError("--capture-bodies needs --har or --web (the bodies go to the HAR)")
+        }
+    }
+
+    /// Bytes of each body to keep (0 without `--capture-bodies`).
+    var captureBodyLimit: Int { captureBodies.flatMap(Self.byteCount) ?? 0 }
+
+    /// `65536`, `64k`, `1m` (binary multiples) as a byte count, up to 64 MiB.
+    static func byteCount(_ text: String) -> Int? {
+        let lower = text.lowercased()
+        let multiplier: Int
+        var digits = Substring(lower)
+        switch lower.last {
+        case "k": multiplier = 1 << 10
+        case "m": multiplier = 1 << 20
+        default: multiplier = 1
+        }
+        if multiplier > 1 { digits = digits.dropLast() }
+        guard let value = Int(digits), value > 0, value <= (64 << 20) / multiplier else { return nil }
+        return value * multiplier
     }
 
     /// The key-log path: `--keylog`, else a non-empty `SSLKEYLOGFILE`.

@@ -174,6 +174,7 @@ struct ProxyOptions: ParsableArguments {
         if Int(upstreamIdleTimeout * 1000) == 0 { settings.upstreamLinger = 0 }
         settings.upgradePort = upgradePort
         settings.detailedRecords = observe.keepsFlows
+        settings.captureBodyLimit = observe.captureBodyLimit
         let addresses = (listenOverride ?? listen).compactMap(ListenAddress.init(parsing:))
         settings.selfAuthorities = AuthorityBook(Self.selfAuthorities(addresses))
         var onboarding = try OnboardingSite(

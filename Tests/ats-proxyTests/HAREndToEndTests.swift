@@ -107,11 +107,50 @@ import Testing
         #expect((check.entries.first?["requestHeaders"] as? [String: String])?["cookie"] == "session=visible-cookie")
     }
 
+    @Test func captureBodiesKeepsTheFirstBytesAsTextOrBase64AndNeverLogsThem() throws {
+        let directory = try TemporaryDirectory("har-bodies")
+        let harPath = directory.file("session.har")
+        let stack = try ProxyStack(arguments: ["--har", harPath, "--capture-bodies", "16", "--log-format", "json"])
+        let form = "name=ats&value=proxy-body-capture"
+        let post = try stack.curl(
+            "\(stack.api)/echo",
+            ["--data-binary", form, "-H", "Content-Type: application/x-www-form-urlencoded", "-H", "Expect:"])
+        #expect(post.httpCode == 200, "\(post.stderr)")
+        let hello = try stack.curl("\(stack.api)/hello")
+        #expect(hello.bodyText == "hello from tls-origin\n")
+        _ = stack.proxy.waitForLog("/hello")
+        stack.proxy.child.signal(SIGUSR1)
+        stack.proxy.waitForLog("HAR written to", timeout: 10)
+        let check = try HARCheck(harPath)
+        #expect(check.ok, "\(check.output)")
+
+        let echo = try #require(check.entries(matching: "/echo").first, "\(check.output)")
+        let postData = echo["postData"] as? [String: Any] ?? [:]
+        #expect(postData["text"] as? String == String(form.prefix(16)), "\(postData)")
+        #expect(postData["mimeType"] as? String == "application/x-www-form-urlencoded")
+        #expect((postData["comment"] as? String)?.contains("first 16 bytes") == true)
+        // The echo comes back as application/octet-stream: base64 of its first 16 bytes.
+        let echoed = echo["content"] as? [String: Any] ?? [:]
+        #expect(echoed["encoding"] as? String == "base64", "\(echoed)")
+        #expect(echoed["text"] as? String == Data(form.prefix(16).utf8).base64EncodedString())
+        #expect(echoed["size"] as? Int == form.utf8.count)
+
+        let text = try #require(check.entries(matching: "/hello").first)
+        let content = text["content"] as? [String: Any] ?? [:]
+        #expect(content["text"] as? String == "hello from tls-o", "\(content)")
+        #expect(content["encoding"] == nil)
+        #expect(
+            !stack.proxy.log.contains("proxy-body") && !stack.proxy.log.contains("\"bodies\""), "bodies reached the log"
+        )
+    }
+
     @Test func badObservationOptionsAreRefusedNamingTheFlag() throws {
         let cases: [([String], String)] = [
             (["--web", "nonsense"], "--web 'nonsense' is not HOST:PORT"),
             (["--web-flows", "0"], "--web-flows must be at least 1"),
             (["--keylog", "/nonexistent-dir/keys.log"], "--keylog: TLS key log /nonexistent-dir/keys.log"),
+            (["--har", "/tmp/x.har", "--capture-bodies", "lots"], "--capture-bodies 'lots' is not a size"),
+            (["--capture-bodies", "64k"], "--capture-bodies needs --har or --web"),
         ]
         for (arguments, message) in cases {
             let result = try E2E.run(CLITests.binary.path, arguments + ["--listen", "127.0.0.1:0"], timeout: 30)

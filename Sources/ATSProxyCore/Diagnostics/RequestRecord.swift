@@ -59,6 +59,8 @@ public struct RequestRecord: Sendable, Codable {
         /// When the phases of the exchange ended, for the live view and the HAR (nil unless asked for:
         /// `ProxySettings.detailedRecords`).
         public var timings: Timings?
+        /// The first bytes of the request and response bodies (nil unless `--capture-bodies`).
+        public var bodies: Bodies?
     }
 
     /// Milliseconds from the request's start to the end of each phase; nil for a phase that did not
@@ -80,6 +82,22 @@ public struct RequestRecord: Sendable, Codable {
             self.connected = connected
             self.secured = secured
             self.firstByte = firstByte
+        }
+    }
+
+    /// The first bytes of a request's and its response's bodies, as relayed (de-chunked, still in
+    /// their content coding), and whether more followed.
+    public struct Bodies: Sendable, Codable, Equatable {
+        public var request: [UInt8]
+        public var requestTruncated: Bool
+        public var response: [UInt8]
+        public var responseTruncated: Bool
+
+        public init(request: [UInt8], requestTruncated: Bool, response: [UInt8], responseTruncated: Bool) {
+            self.request = request
+            self.requestTruncated = requestTruncated
+            self.response = response
+            self.responseTruncated = responseTruncated
         }
     }
 
@@ -122,7 +140,7 @@ public struct RequestRecord: Sendable, Codable {
         errorCode: Int? = nil, streamError: String? = nil, status: Int? = nil, tls: [String: String]? = nil,
         requestHeaders: [HeaderField] = [], responseHeaders: [HeaderField] = [], bytesFromClient: Int = 0,
         bytesToClient: Int = 0, durationMilliseconds: Double = 0, consoleLines: [String] = [],
-        retriedOnNewConnection: Bool? = nil, timings: Timings? = nil
+        retriedOnNewConnection: Bool? = nil, timings: Timings? = nil, bodies: Bodies? = nil
     ) {
         storage = Storage(
             Fields(
@@ -132,7 +150,7 @@ public struct RequestRecord: Sendable, Codable {
                 streamError: streamError, status: status, tls: tls, requestHeaders: requestHeaders,
                 responseHeaders: responseHeaders, bytesFromClient: bytesFromClient, bytesToClient: bytesToClient,
                 durationMilliseconds: durationMilliseconds, consoleLines: consoleLines,
-                retriedOnNewConnection: retriedOnNewConnection, timings: timings))
+                retriedOnNewConnection: retriedOnNewConnection, timings: timings, bodies: bodies))
     }
 }
 

@@ -110,6 +110,8 @@ public struct ProxySession {
         var authenticatesConnection = false
         /// When the upstream phases ended (reported only with `ProxySettings.detailedRecords`).
         var timings = PhaseTimes()
+        /// The first bytes of each body (`ProxySettings.captureBodyLimit`; empty otherwise).
+        var bodies = CapturedBodies()
 
         init(
             number: Int, start: Date, method: String, url: String, target: RequestTarget, decision: ATSDecision,
@@ -686,6 +688,7 @@ public struct ProxySession {
     private mutating func requestBody(_ slice: ArraySlice<UInt8>) {
         guard let exchange else { return }
         exchange.bytesFromClient += slice.count
+        if services.settings.captureBodyLimit > 0 { exchange.bodies.request(slice, services.settings.captureBodyLimit) }
         switch exchange.kind {
         case .local, .probe:
             break  // Answered locally or a probe: the body is counted and dropped.
@@ -1027,6 +1030,9 @@ public struct ProxySession {
                 sendToClient(bytes)
             case .body(let slice):
                 exchange.bytesToClient += slice.count
+                if services.settings.captureBodyLimit > 0 {
+                    exchange.bodies.response(slice, services.settings.captureBodyLimit)
+                }
                 writeToClient { try? exchange.responseWriter?.write(slice, into: &$0) }
             case .trailers(let trailers):
                 writeToClient { try? exchange.responseWriter?.finish(trailers: trailers, into: &$0) }
@@ -1364,7 +1370,8 @@ public struct ProxySession {
             bytesFromClient: exchange.bytesFromClient, bytesToClient: exchange.bytesToClient,
             durationMilliseconds: now.timeIntervalSince(exchange.start) * 1000, consoleLines: exchange.consoleLines,
             retriedOnNewConnection: exchange.retried ? true : nil,
-            timings: services.settings.detailedRecords ? exchange.timings.record(since: exchange.start) : nil)
+            timings: services.settings.detailedRecords ? exchange.timings.record(since: exchange.start) : nil,
+            bodies: exchange.bodies.record)
         commands.append(.log(record))
     }
 

@@ -62,6 +62,8 @@ public struct ProxySettings: Sendable {
     /// Records carry `HandshakeSummary.detailedFacts` too (chain, names, SCTs) and their phase timings
     /// (for the live view and the HAR).
     public var detailedRecords = false
+    /// Bytes of each request and response body a record keeps (`--capture-bodies`; 0: none).
+    public var captureBodyLimit = 0
 
     public init() {}
 

@@ -41,6 +41,8 @@ def main():
                 "startTime": entry.startTime.isoformat(),
                 "time": entry.raw_entry["time"],
                 "timings": entry.raw_entry["timings"],
+                "postData": entry.raw_entry["request"].get("postData"),
+                "content": entry.raw_entry["response"]["content"],
                 "outcome": entry.raw_entry.get("_atsOutcome"),
                 "code": entry.raw_entry.get("_atsCode"),
                 "rule": entry.raw_entry.get("_atsRule"),
