@@ -90,6 +90,13 @@ import Testing
         }
         #expect(violations.map { $0["outcome"] as? String } == ["blocked"], "\(violations)")
 
+        let allowedDetail = try #require(result["allowedDetail"] as? [String: Any], "\(result.keys)")
+        let tlsText = allowedDetail["tls"] as? String ?? ""
+        for fact in ["version", "cipher", "chain", "leafNames", "api.example.test", "leafValidity"] {
+            #expect(tlsText.contains(fact), "\(fact) missing from the TLS facts: \(tlsText)")
+        }
+        let timingText = allowedDetail["timings"] as? String ?? ""
+        #expect(timingText.contains("first byte") && timingText.contains("total"), "\(timingText)")
         let detail = try #require(result["detail"] as? [String: Any])
         #expect(detail["selected"] as? String == "\(blocked["id"] as? Int ?? -1)")
         #expect((detail["rule"] as? String)?.contains("ATS is required") == true, "\(detail)")

@@ -139,6 +139,11 @@ def main():
                          " document.getElementById('f-violations').click(); return true; })()")
         result["violationsOnly"] = json.loads(browser.evaluate(ROWS))
         browser.evaluate("document.getElementById('f-violations').click()")
+        # An allowed HTTPS flow first: its TLS facts and timings.
+        result["allowedDetail"] = json.loads(browser.evaluate(
+            "(() => { const r = document.querySelector('#rows tr[data-outcome=\"allowed\"]'); if (!r) return 'null';"
+            " r.click(); return JSON.stringify({tls: document.getElementById('d-tls')?.innerText,"
+            " timings: document.getElementById('d-timings')?.innerText}); })()"))
         wanted = json.dumps(args.select_outcome)
         clicked = browser.evaluate(f"(() => {{ const r = document.querySelector('#rows tr[data-outcome=' + "
                                    f"JSON.stringify({wanted}) + ']'); if (!r) return false; r.click(); return true; }})()")
