@@ -110,13 +110,13 @@ import Testing
             executable: "/usr/bin/dumpcap",
             // Stops by itself: children of the test runner may inherit a signal mask that blocks SIGTERM.
             arguments: [
-                "-i", "lo", "-q", "-a", "duration:6", "-w", capture, "-f",
+                "-i", "lo", "-q", "-a", "duration:10", "-w", capture, "-f",
                 "tcp port \(proxy.port) or tcp port \(origin.port)",
             ],
             directory: directory, label: "dumpcap")
         let capturing = E2E.poll(timeout: 15) { () -> Bool? in
             if !dumpcap.process.isRunning { return false }
-            return FileManager.default.fileExists(atPath: capture) ? true : nil
+            return dumpcap.stderrText.contains("Capturing on") ? true : nil
         }
         #expect(capturing == true, "dumpcap: \(dumpcap.stderrText)")
         usleep(300_000)
@@ -128,7 +128,7 @@ import Testing
                 "https://\(Self.host):\(origin.port)\(path)",
             ], timeout: 30)
         #expect(result.status == 0, "curl: \(result.stderrText)")
-        #expect(dumpcap.wait(timeout: 20), "dumpcap did not stop after its 6 s")
+        #expect(dumpcap.wait(timeout: 30), "dumpcap did not stop after its 10 s")
         let decoded = try E2E.run(
             "/usr/bin/tshark",
             [
