@@ -70,11 +70,12 @@ let package = Package(
         .target(name: "CTrustOverlay"),
         .target(name: "ATSSystemTools", dependencies: ["CTrustOverlay"]),
         .target(name: "ATSProxyTesting"),
+        .target(name: "ATSWeb", dependencies: ["ATSPolicy", "ATSTLS", "ATSProxyCore", "ATSProxyIO"]),
         .executableTarget(
             name: "ats-proxy",
             dependencies: [
                 "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO", "ATSReport", "ATSDiagnose",
-                "ATSSystemTools",
+                "ATSSystemTools", "ATSWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -106,6 +107,7 @@ let package = Package(
         ),
         .testTarget(name: "ATSSystemToolsTests", dependencies: ["ATSSystemTools"]),
         .testTarget(name: "ATSProxyTestingTests", dependencies: ["ATSProxyTesting", "ATSPolicy"]),
+        .testTarget(name: "ATSWebTests", dependencies: ["ATSWeb", "ATSProxyCore", "ATSProxyIO", "ATSPolicy"]),
         // A URLSession client built on ATSProxyTesting, run by the tests as the child of `ats-proxy exec`.
         .executableTarget(
             name: "ats-proxy-urlsession-client", dependencies: ["ATSProxyTesting"], path: "Tests/URLSessionClient"),

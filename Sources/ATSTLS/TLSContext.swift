@@ -46,6 +46,8 @@ public final class TLSContext: @unchecked Sendable {
     private(set) var alpnWire: [UInt8] = []
     /// Server role: TLS 1.3 connections send one session ticket with their first application bytes.
     private(set) var defersSessionTicket = false
+    /// Where handshake secrets go (`logKeys(to:)`); nil: no key log, and no callback is installed.
+    var keyLog: TLSKeyLog?
 
     public init(role: TLSRole) throws {
         guard let context = SSL_CTX_new(role == .client ? TLS_client_method() : TLS_server_method()) else {
@@ -215,9 +217,11 @@ public final class ServerTLSContext: Sendable {
         { offered in supported.first { offered.contains($0) } }
     }
 
+    /// - Parameter keyLog: where the client-side handshakes' secrets go (`--keylog`); nil for none.
     public init(
         leaves: LeafCertificateCache,
-        alpn: @escaping @Sendable ([String]) -> String? = ServerTLSContext.preferring(["h2", "http/1.1"])
+        alpn: @escaping @Sendable ([String]) -> String? = ServerTLSContext.preferring(["h2", "http/1.1"]),
+        keyLog: TLSKeyLog? = nil
     ) throws {
         let context = try TLSContext(role: .server)
         try context.setVersions(minimum: .tls12, maximum: .tls13)
@@ -232,6 +236,7 @@ public final class ServerTLSContext: Sendable {
         context.deferSessionTickets(count: 1)
         context.setSNIProvider(leaves)
         context.setALPNSelector(alpn)
+        if let keyLog { context.logKeys(to: keyLog) }
         self.context = context
         self.leaves = leaves
     }

@@ -23,12 +23,15 @@ public final class UpstreamTLSClient: Sendable {
     public let alpn: [String]
     /// Resumable sessions of enforcement handshakes; nil disables resumption.
     public let sessions: UpstreamSessionCache?
+    /// Where every upstream handshake's secrets go (`--keylog`); nil for none.
+    public let keyLog: TLSKeyLog?
     private let contexts = Mutex<[String: TLSContext]>([:])
 
     public init(
         trust: TrustStore, ctLogs: CTLogStore? = nil, alpn: [String] = ["h2", "http/1.1"],
-        sessions: UpstreamSessionCache? = UpstreamSessionCache()
+        sessions: UpstreamSessionCache? = UpstreamSessionCache(), keyLog: TLSKeyLog? = nil
     ) {
+        self.keyLog = keyLog
         self.trust = trust
         self.ctLogs = ctLogs
         self.alpn = alpn
@@ -95,6 +98,7 @@ public final class UpstreamTLSClient: Sendable {
             Unmanaged<TLSConnection>.fromOpaque(owner).takeUnretainedValue().sessionIssued(session)
             return 0
         }
+        if let keyLog { context.logKeys(to: keyLog) }
         contexts.withLock { $0[offer.key] = context }
         return context
     }

@@ -14,6 +14,8 @@ struct ProxyOptions: ParsableArguments {
 
     @OptionGroup var systemProxyOptions: SystemProxyOptions
 
+    @OptionGroup(title: "Watching a session") var observe: ObservationOptions
+
     @Option(name: .long, help: "Address to listen on, HOST:PORT or [IPv6]:PORT (repeatable).")
     var listen: [String] = ["127.0.0.1:8080"]
 
@@ -175,11 +177,14 @@ struct ProxyOptions: ParsableArguments {
         if let report { try SessionReport.checkWritable(directory: report) }
         let loaded = try policy.loadSource()
         let snapshot = try makeSnapshot(loaded)
+        let observation = try SessionObservation.make(observe, allowSecrets: logSecrets)
         let sessionReport = report.map { _ in SessionReport(snapshot: snapshot, source: loaded) }
+        let flows = observation?.store
         let stats = SessionStats()
         let observer: @Sendable (RequestRecord) -> Void = { record in
             stats.record(record)
             sessionReport?.record(record)
+            flows?.record(record)
             observer?(record)
         }
         let log = try ProxyLogSink(
@@ -190,11 +195,13 @@ struct ProxyOptions: ParsableArguments {
         let clientH2 = http2 == "on" || http2 == "client"
         let upstreamH2 = http2 == "on" || http2 == "upstream"
         let serverTLS = try ServerTLSContext(
-            leaves: leaves, alpn: ServerTLSContext.preferring(clientH2 ? ["h2", "http/1.1"] : ["http/1.1"]))
+            leaves: leaves, alpn: ServerTLSContext.preferring(clientH2 ? ["h2", "http/1.1"] : ["http/1.1"]),
+            keyLog: observation?.keyLog)
         let trust = try TrustStore(systemRoots: true, extraAnchorFiles: upstreamCa)
         let ctLogs = try ctLogList.map { try CTLogStore(file: $0) }
         let upstreamTLS = UpstreamTLSClient(
-            trust: trust, ctLogs: ctLogs, alpn: upstreamH2 ? ["h2", "http/1.1"] : ["http/1.1"])
+            trust: trust, ctLogs: ctLogs, alpn: upstreamH2 ? ["h2", "http/1.1"] : ["http/1.1"],
+            keyLog: observation?.keyLog)
         var settings = ProxySettings()
         settings.mode = mode
         settings.cleartext = cleartext
@@ -209,11 +216,21 @@ struct ProxyOptions: ParsableArguments {
         // Without a pool, an idle client's upstream handed back after the linger would just be closed: keep it.
         if Int(upstreamIdleTimeout * 1000) == 0 { settings.upstreamLinger = 0 }
         settings.upgradePort = upgradePort
+        settings.detailedRecords = observe.keepsFlows
+        settings.captureBodyLimit = observe.captureBodyLimit
         let addresses = (listenOverride ?? listen).compactMap(ListenAddress.init(parsing:))
         settings.selfAuthorities = AuthorityBook(Self.selfAuthorities(addresses))
-        let onboarding = try OnboardingSite(
+        var onboarding = try OnboardingSite(
             certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses),
             lanAddresses: NetworkInterfaces.lanIPv4Addresses().map(\.description))
+        if let observation {
+            try observation.startWeb(
+                report: sessionReport, makeReport: { SessionReport(snapshot: snapshot, source: loaded) },
+                title: "\(loaded.summary) · \(snapshot.evaluator.options.platform) · \(mode)",
+                caPEM: onboarding.caPEM, allowList: allowClients.isEmpty ? nil : ClientAllowList(parsing: allowClients),
+                backend: eventLoop)
+            onboarding.flowsURL = observation.webURL
+        }
         let services = ProxyServices(
             policy: PolicyStore(snapshot), settings: settings, serverTLS: serverTLS, upstreamTLS: upstreamTLS,
             processID: Int(getpid()), onboarding: onboarding)
@@ -243,7 +260,8 @@ struct ProxyOptions: ParsableArguments {
         return LaunchedProxy(
             server: server, services: services, log: log, bound: bound, caPath: caPath, caNote: caNote,
             authority: authority,
-            loaded: loaded, snapshot: snapshot, stats: stats, report: sessionReport, reportDirectory: report)
+            loaded: loaded, snapshot: snapshot, stats: stats, report: sessionReport, reportDirectory: report,
+            observation: observation)
     }
 
     func makeSnapshot(_ loaded: LoadedInfoPlist) throws -> PolicyStore.Snapshot {
@@ -307,6 +325,7 @@ struct ProxyOptions: ParsableArguments {
         lines.append(
             "  platform \(snapshot.evaluator.options.platform), mode \(mode.rawValue), cleartext \(cleartext.rawValue)")
         for address in bound { lines.append("  listening on \(address)") }
+        lines += launched.observation?.bannerLines ?? []
         lines.append("  event loops: \(loops ?? IOSystem.coreCount) (\(eventLoop))")
         if let lintLine = lintSummary(loaded, platform: snapshot.evaluator.options.platform) {
             lines.append("  \(lintLine)")
@@ -446,9 +465,13 @@ struct LaunchedProxy {
     let stats: SessionStats
     let report: SessionReport?
     let reportDirectory: String?
+    /// The web view, HAR and key log (nil when none was asked for).
+    var observation: SessionObservation? = nil
 
-    /// Writes the session report (when --report was given); failures are logged, not fatal.
+    /// Writes the session report (when --report was given) and the HAR (when --har was given);
+    /// failures are logged, not fatal.
     func writeReport() {
+        observation?.writeHAR()
         guard let report, let reportDirectory else { return }
         report.setIgnored(services.settings.hostFilter.ignored)
         log.flush()

@@ -99,6 +99,13 @@ struct SettingsKey: Sendable {
         .init("quiet", .proxy, \.quiet),
         .init("grace-period", .proxy, \.gracePeriod),
         .init("upstream-idle-timeout", .proxy, \.upstreamIdleTimeout),
+        .init("system-proxy", .proxy, \.systemProxyOptions.systemProxy),
+        .init("system-proxy-service", .proxy, \.systemProxyOptions.systemProxyServices),
+        .init("web", .proxy, \.observe.web),
+        .init("web-flows", .proxy, \.observe.webFlows),
+        .init("har", .proxy, \.observe.har, isPath: true),
+        .init("capture-bodies", .proxy, \.observe.captureBodies),
+        .init("keylog", .proxy, \.observe.keylog, isPath: true),
     ]
 
     /// The row named `name`, if any.

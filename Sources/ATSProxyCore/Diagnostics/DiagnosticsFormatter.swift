@@ -81,6 +81,7 @@ public struct DiagnosticsFormatter: Sendable {
         let copy = record.updating { fields in
             fields.requestHeaders = SecretRedactor.redact(record.requestHeaders, allowSecrets: allowSecrets)
             fields.responseHeaders = SecretRedactor.redact(record.responseHeaders, allowSecrets: allowSecrets)
+            fields.bodies = nil  // Captured bodies go to the HAR only, never to the log.
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

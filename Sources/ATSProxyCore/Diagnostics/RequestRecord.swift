@@ -60,6 +60,49 @@ public struct RequestRecord: Sendable, Codable {
         /// before any of the response arrived, or because the origin reset its HTTP/2 stream with HTTP_1_1_REQUIRED
         /// and it went again over HTTP/1.1 (absent otherwise).
         public var retriedOnNewConnection: Bool?
+        /// When the phases of the exchange ended, for the live view and the HAR (nil unless asked for:
+        /// `ProxySettings.detailedRecords`).
+        public var timings: Timings?
+        /// The first bytes of the request and response bodies (nil unless `--capture-bodies`).
+        public var bodies: Bodies?
+    }
+
+    /// Milliseconds from the request's start to the end of each phase; nil for a phase that did not
+    /// happen for this request (no upstream, a reused connection, no TLS, no response).
+    public struct Timings: Sendable, Codable, Equatable {
+        /// The upstream connection was asked for.
+        public var connectStart: Double?
+        /// The upstream TCP connection was open.
+        public var connected: Double?
+        /// The upstream TLS handshake was complete.
+        public var secured: Double?
+        /// The first byte of the response arrived.
+        public var firstByte: Double?
+
+        public init(
+            connectStart: Double? = nil, connected: Double? = nil, secured: Double? = nil, firstByte: Double? = nil
+        ) {
+            self.connectStart = connectStart
+            self.connected = connected
+            self.secured = secured
+            self.firstByte = firstByte
+        }
+    }
+
+    /// The first bytes of a request's and its response's bodies, as relayed (de-chunked, still in
+    /// their content coding), and whether more followed.
+    public struct Bodies: Sendable, Codable, Equatable {
+        public var request: [UInt8]
+        public var requestTruncated: Bool
+        public var response: [UInt8]
+        public var responseTruncated: Bool
+
+        public init(request: [UInt8], requestTruncated: Bool, response: [UInt8], responseTruncated: Bool) {
+            self.request = request
+            self.requestTruncated = requestTruncated
+            self.response = response
+            self.responseTruncated = responseTruncated
+        }
     }
 
     /// Immutable: shared by every copy of one record.
@@ -101,7 +144,7 @@ public struct RequestRecord: Sendable, Codable {
         errorCode: Int? = nil, streamError: String? = nil, status: Int? = nil, tls: [String: String]? = nil,
         requestHeaders: [HeaderField] = [], responseHeaders: [HeaderField] = [], bytesFromClient: Int = 0,
         bytesToClient: Int = 0, durationMilliseconds: Double = 0, consoleLines: [String] = [],
-        retriedOnNewConnection: Bool? = nil
+        retriedOnNewConnection: Bool? = nil, timings: Timings? = nil, bodies: Bodies? = nil
     ) {
         storage = Storage(
             Fields(
@@ -111,7 +154,7 @@ public struct RequestRecord: Sendable, Codable {
                 streamError: streamError, status: status, tls: tls, requestHeaders: requestHeaders,
                 responseHeaders: responseHeaders, bytesFromClient: bytesFromClient, bytesToClient: bytesToClient,
                 durationMilliseconds: durationMilliseconds, consoleLines: consoleLines,
-                retriedOnNewConnection: retriedOnNewConnection))
+                retriedOnNewConnection: retriedOnNewConnection, timings: timings, bodies: bodies))
     }
 }
 

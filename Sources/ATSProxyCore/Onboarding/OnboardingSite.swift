@@ -41,6 +41,8 @@ public struct OnboardingSite: Sendable {
     /// The machine's LAN addresses (no port), shown when the listener is loopback only so that the
     /// page can say what a phone would use once the proxy listens on the network.
     public let lanAddresses: [String]
+    /// Where the live flow view listens (`--web`), e.g. `http://127.0.0.1:8081/`; `/flows` leads there.
+    public var flowsURL: String?
 
     public init(
         caPEM: [UInt8], caDER: [UInt8], fingerprint: [UInt8], subject: String, notBefore: Date, notAfter: Date,
@@ -96,6 +98,8 @@ public struct OnboardingSite: Sendable {
             return Page(
                 status: 200, reason: "OK", contentType: "text/html; charset=utf-8", fileName: nil,
                 body: Array(html.utf8))
+        case "/flows":
+            return flowsPage
         case "/ats-proxy-ca.pem", "/ca.pem":
             return Page(
                 status: 200, reason: "OK", contentType: "application/x-pem-file", fileName: "ats-proxy-ca.pem",
@@ -113,6 +117,23 @@ public struct OnboardingSite: Sendable {
                 status: 404, reason: "Not Found", contentType: "text/plain; charset=utf-8", fileName: nil,
                 body: Array("ats-proxy: no such onboarding page; see http://\(Self.host)/\n".utf8))
         }
+    }
+
+    /// `/flows`: a link (and an immediate refresh) to the live flow view, or how to turn it on.
+    var flowsPage: Page {
+        guard let flowsURL else {
+            return Page(
+                status: 404, reason: "Not Found", contentType: "text/plain; charset=utf-8", fileName: nil,
+                body: Array("ats-proxy: the live flow view is off; start the proxy with --web 127.0.0.1:8081\n".utf8))
+        }
+        let html = """
+            <!doctype html><html lang="en"><head><meta charset="utf-8">
+            <meta http-equiv="refresh" content="0; url=\(flowsURL)"><title>ats-proxy: live flows</title></head>
+            <body><p>The live flow view is at <a href="\(flowsURL)">\(flowsURL)</a>.</p></body></html>
+
+            """
+        return Page(
+            status: 200, reason: "OK", contentType: "text/html; charset=utf-8", fileName: nil, body: Array(html.utf8))
     }
 
     /// An Apple configuration profile with one `com.apple.security.root` payload holding the CA.

@@ -116,6 +116,10 @@ public struct ProxySession {
         var unrecorded = false
         /// The request's Authorization names NTLM or Negotiate (`namesConnectionAuthentication`).
         var authenticatesConnection = false
+        /// When the upstream phases ended (reported only with `ProxySettings.detailedRecords`).
+        var timings = PhaseTimes()
+        /// The first bytes of each body (`ProxySettings.captureBodyLimit`; empty otherwise).
+        var bodies = CapturedBodies()
 
         init(
             number: Int, start: Date, method: String, url: String, target: RequestTarget, decision: ATSDecision,
@@ -681,6 +685,7 @@ public struct ProxySession {
         upstreamProtocol = "http/1.1"
         upstreamShareable = false
         upstreamIdle = false
+        exchange?.timings.connectStart = now
         commands.append(
             .connectUpstream(host: key.host, port: key.port, reuse: reusable && !key.permissive ? key : nil))
     }
@@ -704,6 +709,7 @@ public struct ProxySession {
     private mutating func requestBody(_ slice: ArraySlice<UInt8>) {
         guard let exchange else { return }
         exchange.bytesFromClient += slice.count
+        if services.settings.captureBodyLimit > 0 { exchange.bodies.request(slice, services.settings.captureBodyLimit) }
         switch exchange.kind {
         case .local, .probe:
             break  // Answered locally or a probe: the body is counted and dropped.
@@ -822,6 +828,7 @@ public struct ProxySession {
     // MARK: - Upstream
 
     private mutating func upstreamConnected() {
+        exchange?.timings.connected = now
         switch upstream {
         case .connecting(let key):
             if case .passthroughConnecting = phase {
@@ -908,7 +915,8 @@ public struct ProxySession {
             let summary = services.upstreamTLS.summarize(tls, host: key.host, time: now)
             let verdict = UpstreamVerdict.judging(
                 summary, requirements: requirements, url: exchange?.url ?? "", host: key.host)
-            exchange?.tls = Self.tlsFacts(summary)
+            exchange?.tls = Self.tlsFacts(summary, detailed: services.settings.detailedRecords)
+            exchange?.timings.secured = now
             if verdict.isBlocked {
                 let verdict = verdict.withFix(url: exchange?.url ?? "", evaluator: services.policy.snapshot.evaluator)
                 if services.settings.mode == .report {
@@ -981,6 +989,7 @@ public struct ProxySession {
             return
         }
         guard let exchange else { return }
+        if !exchange.responseBytesSeen { exchange.timings.firstByte = now }
         exchange.responseBytesSeen = true
         var events = takeEventList()
         exchange.responseParser.feed(bytes[...], into: &events)
@@ -1075,6 +1084,9 @@ public struct ProxySession {
                 sendToClient(bytes)
             case .body(let slice):
                 exchange.bytesToClient += slice.count
+                if services.settings.captureBodyLimit > 0 {
+                    exchange.bodies.response(slice, services.settings.captureBodyLimit)
+                }
                 writeToClient { try? exchange.responseWriter?.write(slice, into: &$0) }
             case .trailers(let trailers):
                 writeToClient { try? exchange.responseWriter?.finish(trailers: trailers, into: &$0) }
@@ -1500,7 +1512,9 @@ public struct ProxySession {
             requestHeaders: exchange.requestHeaders.fields, responseHeaders: exchange.responseHeaders.fields,
             bytesFromClient: exchange.bytesFromClient, bytesToClient: exchange.bytesToClient,
             durationMilliseconds: now.timeIntervalSince(exchange.start) * 1000, consoleLines: exchange.consoleLines,
-            retriedOnNewConnection: exchange.retried ? true : nil)
+            retriedOnNewConnection: exchange.retried ? true : nil,
+            timings: services.settings.detailedRecords ? exchange.timings.record(since: exchange.start) : nil,
+            bodies: exchange.bodies.record)
         commands.append(.log(record))
     }
 
@@ -1950,7 +1964,7 @@ public struct ProxySession {
         return "\(domain):\(code)"
     }
 
-    static func tlsFacts(_ summary: HandshakeSummary) -> [String: String] {
+    static func tlsFacts(_ summary: HandshakeSummary, detailed: Bool = false) -> [String: String] {
         var facts: [String: String] = [
             "version": summary.version.rawValue, "cipher": summary.cipher.ianaName,
             "keyExchange": summary.cipher.keyExchange.rawValue,
@@ -1962,6 +1976,7 @@ public struct ProxySession {
         }
         facts["chainLength"] = "\(summary.presentedChain.count)"
         if let alpn = summary.alpn { facts["alpn"] = alpn }
+        if detailed { facts.merge(summary.detailedFacts) { kept, _ in kept } }
         return facts
     }
 }

@@ -61,6 +61,11 @@ public struct ProxySettings: Sendable {
     public var upgradePort: Int = 443
     /// Hosts left alone (`--ignore-hosts`, `--allow-hosts`): tunnelled or forwarded without judging.
     public var hostFilter = HostFilter()
+    /// Records carry `HandshakeSummary.detailedFacts` too (chain, names, SCTs) and their phase timings
+    /// (for the live view and the HAR).
+    public var detailedRecords = false
+    /// Bytes of each request and response body a record keeps (`--capture-bodies`; 0: none).
+    public var captureBodyLimit = 0
 
     public init() {}
 

@@ -1,0 +1,72 @@
+import ATSProxyCore
+import Foundation
+
+/// What the live page shows of one flow: the row (time, source, method, URL, protocol, status,
+/// outcome, code, duration, sizes) and the detail pane (headers redacted unless `--log-secrets`,
+/// rule chain, rule, fix, TLS facts, console lines). Encoded as the `data` of one SSE event.
+struct FlowView: Encodable {
+    var id: Int
+    var time: String
+    var client: String
+    var task: String
+    var source: String
+    var method: String
+    var url: String
+    var host: String
+    var proto: String
+    var status: Int?
+    var outcome: String
+    var code: String?
+    var ms: Double
+    var up: Int
+    var down: Int
+    var atsRequired: Bool
+    var ruleChain: [String]
+    var rule: String
+    var fix: String?
+    var tls: [String: String]?
+    var requestHeaders: [[String]]
+    var responseHeaders: [[String]]
+    var console: [String]
+    var retried: Bool
+    var timings: RequestRecord.Timings?
+
+    init(_ flow: Flow, allowSecrets: Bool) {
+        let record = flow.record
+        id = flow.id
+        time = record.time.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        client = record.clientAddress
+        task = "<\(record.taskID)>"
+        source = record.source.rawValue
+        method = record.method
+        url = record.url
+        host = record.host
+        proto = record.httpProtocol
+        status = record.status
+        outcome = FlowOutcome(record).rawValue
+        code = FlowOutcome.code(of: record)
+        ms = (record.durationMilliseconds * 10).rounded() / 10
+        up = record.bytesFromClient
+        down = record.bytesToClient
+        atsRequired = record.atsRequired
+        ruleChain = record.ruleChain
+        rule = record.rule
+        fix = record.fix
+        tls = record.tls
+        requestHeaders = SecretRedactor.redact(record.requestHeaders, allowSecrets: allowSecrets).map {
+            [$0.name, $0.value]
+        }
+        responseHeaders = SecretRedactor.redact(record.responseHeaders, allowSecrets: allowSecrets).map {
+            [$0.name, $0.value]
+        }
+        console = record.consoleLines
+        retried = record.retriedOnNewConnection ?? false
+        timings = record.timings
+    }
+
+    /// The SSE event for `flow`: `id`, then one `data` line of JSON (JSON never contains a raw newline).
+    static func event(_ flow: Flow, allowSecrets: Bool, encoder: JSONEncoder) -> [UInt8] {
+        let json = (try? encoder.encode(FlowView(flow, allowSecrets: allowSecrets))) ?? Data("{}".utf8)
+        return Array("id: \(flow.id)\ndata: ".utf8) + Array(json) + Array("\n\n".utf8)
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+/// What the live page offers besides the flows: a title line, the downloads, and the session's
+/// minimal `NSAppTransportSecurity` dictionary. Each provider is called on the web server's loop
+/// when a page asks for it (never on the loops that serve proxied traffic).
+public struct WebContent: Sendable {
+    /// One line about the session (policy source, platform, mode), shown in the page header.
+    public var title: String
+    /// The HAR of the flows in the ring.
+    public var har: @Sendable () -> Data
+    /// report.json of the session.
+    public var reportJSON: @Sendable () -> Data
+    /// report.html of the session.
+    public var reportHTML: @Sendable () -> String
+    /// The minimal dictionary, ready to paste into an Info.plist.
+    public var minimalDictionary: @Sendable () -> String
+    /// The proxy's CA certificate (PEM).
+    public var caPEM: [UInt8]
+
+    public init(
+        title: String, har: @escaping @Sendable () -> Data, reportJSON: @escaping @Sendable () -> Data,
+        reportHTML: @escaping @Sendable () -> String, minimalDictionary: @escaping @Sendable () -> String,
+        caPEM: [UInt8]
+    ) {
+        self.title = title
+        self.har = har
+        self.reportJSON = reportJSON
+        self.reportHTML = reportHTML
+        self.minimalDictionary = minimalDictionary
+        self.caPEM = caPEM
+    }
+}
+
+/// A complete HTTP/1.1 response of the web server (always `Connection: close`: a page makes a
+/// handful of requests, and the event stream is one long response).
+struct WebResponse {
+    var status: Int
+    var reason: String
+    var contentType: String
+    var body: [UInt8]
+    var fileName: String?
+
+    static func text(_ status: Int, _ reason: String, _ text: String) -> WebResponse {
+        WebResponse(
+            status: status, reason: reason, contentType: "text/plain; charset=utf-8", body: Array(text.utf8))
+    }
+
+    /// The bytes on the wire; `headOnly` for HEAD.
+    func serialized(headOnly: Bool) -> [UInt8] {
+        var head = "HTTP/1.1 \(status) \(reason)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n"
+        head += "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n"
+        if contentType.hasPrefix("text/html") {
+            head +=
+                "Content-Security-Policy: default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:\r\nX-Frame-Options: DENY\r\n"
+        }
+        if let fileName { head += "Content-Disposition: attachment; filename=\"\(fileName)\"\r\n" }
+        head += "\r\n"
+        return Array(head.utf8) + (headOnly ? [] : body)
+    }
+
+    /// The head that opens the event stream (its body lasts until either side closes).
+    static let eventStreamHead = Array(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n"
+            .utf8)
+}
