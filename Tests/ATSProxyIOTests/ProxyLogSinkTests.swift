@@ -80,7 +80,7 @@ struct ProxyLogSinkTests {
         let lines = Self.lines(path)
         #expect(lines.count == 4_000)
         #expect(
-            lines.allSatisfy { $0.hasPrefix("[Summary] Task <T.") || $0.hasPrefix("ats-proxy: GET https://a.test/") })
+            lines.allSatisfy { $0.hasPrefix("[Summary] Task <T>.<") || $0.hasPrefix("ats-proxy: GET https://a.test/") })
         #expect(Set(lines.filter { $0.hasPrefix("ats-proxy") }).count == 2_000)
     }
 

@@ -15,8 +15,16 @@ extension DiagnosticsFormatter {
             }
             return
         }
+        // `consoleTaskName`: `<UUID>.<N>` from the record's `UUID.N`.
         output.append(contentsOf: "[Summary] Task <".utf8)
-        output.append(contentsOf: fields.taskID.utf8)
+        let taskID = fields.taskID.utf8
+        if let dot = taskID.lastIndex(of: UInt8(ascii: ".")) {
+            output.append(contentsOf: taskID[..<dot])
+            output.append(contentsOf: ">.<".utf8)
+            output.append(contentsOf: taskID[taskID.index(after: dot)...])
+        } else {
+            output.append(contentsOf: taskID)
+        }
         output.append(contentsOf: "> summary for task success {transaction_duration_ms=".utf8)
         Self.appendDecimal(Int(fields.durationMilliseconds.rounded()), to: &output)
         output.append(contentsOf: ", response_status=".utf8)
