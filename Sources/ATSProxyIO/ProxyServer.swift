@@ -1,5 +1,6 @@
 import ATSPolicy
 import ATSProxyCore
+import Dispatch
 import Foundation
 import Logging
 import Synchronization
@@ -109,5 +110,21 @@ public final class ProxyServer: Sendable {
         let open = drivers.withLock { Array($0.values) }
         for driver in open { driver.drain() }
         for pool in pools { pool.loop.execute { pool.shutdown() } }
+    }
+
+    /// The grace period after `drain` is over: every connection still open ends now, and the exchanges it had
+    /// in flight are recorded as cut by the shutdown (a second drain tells each session so). Returns once every
+    /// loop has run that (at most `timeout`), so the records reach the log and report before the process exits.
+    /// Call off the loops.
+    public func closeRemaining(timeout: Duration = .seconds(2)) {
+        let open = drivers.withLock { Array($0.values) }
+        for driver in open { driver.drain() }
+        let done = DispatchGroup()
+        for loop in group.loops {
+            done.enter()
+            // Loops run their tasks in order: this one runs after the drains queued above.
+            loop.execute { done.leave() }
+        }
+        _ = done.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds * 1000)))
     }
 }

@@ -20,6 +20,13 @@ struct ProxyOptions: ParsableArguments {
     )
     var allowClients: [String] = []
 
+    @Flag(
+        name: .long,
+        help:
+            "Let clients on other machines reach this machine's own services (localhost, loopback, its own addresses); refused by default."
+    )
+    var allowLocalTargets = false
+
     @Option(name: .long, help: "Connections beyond this get 503.")
     var maxConnections = 10_000
 
@@ -168,6 +175,9 @@ struct ProxyOptions: ParsableArguments {
         settings.upgradePort = upgradePort
         let addresses = (listenOverride ?? listen).compactMap(ListenAddress.init(parsing:))
         settings.selfAuthorities = AuthorityBook(Self.selfAuthorities(addresses))
+        settings.localTargets = LocalTargetPolicy(
+            allowsRemoteClients: allowLocalTargets,
+            ownAddresses: Set(NetworkInterfaces.lanIPv4Addresses() + addresses.map(\.address.ip)))
         let onboarding = try OnboardingSite(
             certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses))
         let services = ProxyServices(
@@ -302,6 +312,7 @@ struct ProxyOptions: ParsableArguments {
         let shutdown = GracefulShutdown(
             gracePeriod: grace, stopAccepting: { server.drain() }, inFlight: { server.liveConnections },
             onFinished: { drained in
+                if !drained { server.closeRemaining() }
                 log.note(drained ? "stopped" : "stopped with connections still open after the grace period")
                 log.stopStatusLine()
                 log.flush()
