@@ -19,6 +19,8 @@ public final class ProxyServer: Sendable {
         /// How long an idle upstream connection (HTTP/1.1 parked, or an HTTP/2 link without streams) is
         /// kept for reuse; zero closes them as soon as no client uses them.
         public var upstreamIdleTimeout: Duration = .seconds(30)
+        /// When memory is handed back after a burst of closed connections (`MemoryTrimmer`).
+        var memoryTrim = MemoryTrimmer.Policy()
 
         public init(listen: [ListenAddress]) { self.listen = listen }
     }
@@ -33,6 +35,8 @@ public final class ProxyServer: Sendable {
     private let drivers = Mutex<[Int: ProxyConnectionDriver]>([:])
     /// One upstream pool per loop, by loop index (each used only on its loop).
     private let pools: [UpstreamPool]
+    /// Gives memory back to the system after bursts of closed connections.
+    let trimmer: MemoryTrimmer
 
     public init(
         services: ProxyServices, configuration: Configuration, group: EventLoopGroup, resolver: Resolver,
@@ -44,6 +48,7 @@ public final class ProxyServer: Sendable {
         self.resolver = resolver
         self.log = log
         pools = group.loops.map { UpstreamPool(loop: $0, idleTime: configuration.upstreamIdleTimeout) }
+        trimmer = MemoryTrimmer(policy: configuration.memoryTrim)
     }
 
     /// Binds every address and starts accepting. Returns the bound addresses (real ports).
@@ -87,9 +92,10 @@ public final class ProxyServer: Sendable {
         let driver = ProxyConnectionDriver(
             client: connection, services: services, connectionNumber: number, resolver: resolver,
             connectTimeout: configuration.connectTimeout, log: log, pool: pools[connection.loop.index],
-            onFinished: { [self] in
+            onFinished: { [self, loop = connection.loop] in
                 state.withLock { $0.live -= 1 }
                 _ = drivers.withLock { $0.removeValue(forKey: number) }
+                trimmer.connectionClosed(on: loop)
             })
         drivers.withLock { $0[number] = driver }
         driver.start()
