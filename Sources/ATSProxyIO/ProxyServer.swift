@@ -29,6 +29,9 @@ public final class ProxyServer: Sendable {
     public let configuration: Configuration
     let group: EventLoopGroup
     let resolver: Resolver
+    /// What clients on other machines resolve with: `resolver` without the proxy host's own addresses, unless
+    /// `--allow-local-targets`.
+    let remoteResolver: Resolver
     let log: ProxyLogSink
     private let state = Mutex<(listeners: [TCPListener], live: Int, total: Int)>(([], 0, 0))
     /// Open sessions by connection number, so shutdown can drain them.
@@ -46,6 +49,14 @@ public final class ProxyServer: Sendable {
         self.configuration = configuration
         self.group = group
         self.resolver = resolver
+        let localTargets = services.settings.localTargets
+        remoteResolver =
+            localTargets.allowsRemoteClients
+            ? resolver
+            : resolver.refusing(
+                because:
+                    "it resolves to the machine the proxy runs on; clients on other machines may not reach its own services (--allow-local-targets)"
+            ) { localTargets.isThisMachine($0) }
         self.log = log
         pools = group.loops.map { UpstreamPool(loop: $0, idleTime: configuration.upstreamIdleTimeout) }
         trimmer = MemoryTrimmer(policy: configuration.memoryTrim)
@@ -89,8 +100,10 @@ public final class ProxyServer: Sendable {
             state.total += 1
             return state.total
         }
+        let onThisMachine = connection.remoteAddress?.ip.isLoopback ?? false
         let driver = ProxyConnectionDriver(
-            client: connection, services: services, connectionNumber: number, resolver: resolver,
+            client: connection, services: services, connectionNumber: number,
+            resolver: onThisMachine ? resolver : remoteResolver,
             connectTimeout: configuration.connectTimeout, log: log, pool: pools[connection.loop.index],
             onFinished: { [self, loop = connection.loop] in
                 state.withLock { $0.live -= 1 }

@@ -32,6 +32,13 @@ public struct LocalTargetPolicy: Sendable {
         if name.hasSuffix(".") { name.removeLast() }
         if name == "localhost" || name.hasSuffix(".localhost") { return true }
         guard let address = IPAddress(parsingHost: name) else { return false }
+        return isThisMachine(address)
+    }
+
+    /// Loopback, unspecified, or one of `ownAddresses` (IPv4-mapped IPv6 counts as its IPv4 address). The
+    /// proxy's resolver drops such answers for clients on other machines, so a name that resolves here (DNS,
+    /// `--resolve`, hosts files) is refused as well as a literal.
+    public func isThisMachine(_ address: IPAddress) -> Bool {
         let checked = address.mappedIPv4 ?? address
         return checked.isLoopback || checked.isUnspecified || ownAddresses.contains(checked)
     }
