@@ -131,19 +131,25 @@ public final class ProxyServer: Sendable {
         for pool in pools { pool.loop.execute { pool.shutdown() } }
     }
 
-    /// The grace period after `drain` is over: every connection still open ends now, and the exchanges it had
-    /// in flight are recorded as cut by the shutdown (a second drain tells each session so). Returns once every
-    /// loop has run that (at most `timeout`), so the records reach the log and report before the process exits.
-    /// Call off the loops.
+    /// The end of a shutdown, after `drain` and its grace period: every connection still open ends now, and the
+    /// exchanges it had in flight are recorded as cut by the shutdown (a second drain tells each session so);
+    /// every pool closes what it parked. Returns once every loop has run that and the closes it caused (at most
+    /// `timeout`), so the records reach the log and report, and nothing is left half-closed, when the process
+    /// exits. Call off the loops.
     public func closeRemaining(timeout: Duration = .seconds(2)) {
         let open = drivers.withLock { Array($0.values) }
         for driver in open { driver.drain() }
-        let done = DispatchGroup()
-        for loop in group.loops {
-            done.enter()
-            // Loops run their tasks in order: this one runs after the drains queued above.
-            loop.execute { done.leave() }
+        for pool in pools { pool.loop.execute { pool.shutdown() } }
+        let deadline = DispatchTime.now() + .milliseconds(Int(timeout.components.seconds * 1000))
+        // Loops run their tasks in order: a task queued now runs after the drains and shutdowns above, and
+        // one queued after it also after the close callbacks those queued in turn.
+        for _ in 0..<2 {
+            let done = DispatchGroup()
+            for loop in group.loops {
+                done.enter()
+                loop.execute { done.leave() }
+            }
+            guard done.wait(timeout: deadline) == .success else { return }
         }
-        _ = done.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds * 1000)))
     }
 }

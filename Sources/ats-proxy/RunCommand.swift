@@ -312,7 +312,7 @@ struct ProxyOptions: ParsableArguments {
         let shutdown = GracefulShutdown(
             gracePeriod: grace, stopAccepting: { server.drain() }, inFlight: { server.liveConnections },
             onFinished: { drained in
-                if !drained { server.closeRemaining() }
+                server.closeRemaining()
                 log.note(drained ? "stopped" : "stopped with connections still open after the grace period")
                 log.stopStatusLine()
                 log.flush()
