@@ -177,7 +177,7 @@ struct ProxyOptions: ParsableArguments {
         settings.selfAuthorities = AuthorityBook(Self.selfAuthorities(addresses))
         settings.localTargets = LocalTargetPolicy(
             allowsRemoteClients: allowLocalTargets,
-            ownAddresses: Set(NetworkInterfaces.lanIPv4Addresses() + addresses.map(\.address.ip)))
+            ownAddresses: Set(NetworkInterfaces.allAddresses() + addresses.map(\.address.ip)))
         let onboarding = try OnboardingSite(
             certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses))
         let services = ProxyServices(

@@ -45,3 +45,14 @@ import Testing
         #expect((try? outcome?.get())?.map(\.ip.description) == ["127.0.0.1"])
     }
 }
+
+/// The machine's own addresses, which clients on other machines may not target.
+@Suite struct OwnAddressTests {
+    @Test func everyInterfaceAddressIsListedLoopbackAndLANAlike() {
+        let all = NetworkInterfaces.allAddresses()
+        #expect(all.contains(IPAddress(parsing: "127.0.0.1")!), "\(all)")
+        for lan in NetworkInterfaces.lanIPv4Addresses() { #expect(all.contains(lan), "\(lan) in \(all)") }
+        let policy = LocalTargetPolicy(ownAddresses: Set(all))
+        #expect(all.allSatisfy { policy.isThisMachine($0) })
+    }
+}
