@@ -155,6 +155,8 @@ import Testing
     @Test(arguments: [
         "GET /x HTTP/1.1\r\nHost: b.test:8443\r\n\r\n",
         "GET /x HTTP/1.1\r\nHost: api.example.com:8443\r\n\r\n",
+        "GET /x HTTP/1.1\r\nHost: api.example.com.evil.test\r\n\r\n",
+        "GET /x HTTP/1.1\r\nHost: api.example.com:4430\r\n\r\n",
         "GET https://b.test:8443/x HTTP/1.1\r\nHost: b.test:8443\r\n\r\n",
         "GET https://b.test/x HTTP/1.1\r\nHost: b.test\r\n\r\n",
         "GET http://api.example.com:443/x HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n",

@@ -33,10 +33,30 @@ enum TunnelRequestCheck {
             }
         }
         guard let value = head.headers.first("Host"), !value.isEmpty else { return .sameOrigin }
+        if spells(value, host: host, port: port) { return .sameOrigin }
         guard let authority = HTTP1Authority(bytes: value.utf8), matches(authority, host: host, port: port) else {
             return .misdirected(misdirectedText(nil, value: value, host: host, port: port))
         }
         return .sameOrigin
+    }
+
+    /// Whether the Host field is `host` (port 443) or `host:port` exactly, letter case aside: what nearly every
+    /// request in a tunnel carries, recognized without parsing or allocating.
+    private static func spells(_ value: String, host: String, port: Int) -> Bool {
+        let field = value.utf8
+        let name = host.utf8
+        guard field.count >= name.count, HTTP1ASCII.equalsIgnoringCase(field.prefix(name.count), name) else {
+            return false
+        }
+        let rest = field.dropFirst(name.count)
+        if rest.isEmpty { return port == 443 }
+        guard rest.first == HTTP1ASCII.colon, rest.count >= 2, rest.count <= 6 else { return false }
+        var value = 0
+        for byte in rest.dropFirst() {
+            guard HTTP1ASCII.isDigit(byte) else { return false }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return value == port
     }
 
     /// Same host (canonical forms, case-insensitive) and port (443 when none is written).
