@@ -1,8 +1,9 @@
 /// An IPv4 or IPv6 address as raw network-order bytes, parsed without any C library.
 ///
-/// IPv4 accepts only the four-part dotted-decimal form (what a URL host holds); IPv6 accepts the
-/// RFC 4291 text forms including `::` compression and an embedded IPv4 tail. Zone ids (`%en0`) are
-/// rejected, as ATS does not support them.
+/// `init(parsing:)` accepts only the four-part dotted-decimal IPv4 form (what configuration keys hold);
+/// `init(parsingHost:)` also reads the legacy numbers a socket layer connects to (`127.1`, `0x7f000001`).
+/// IPv6 accepts the RFC 4291 text forms including `::` compression and an embedded IPv4 tail. Zone ids
+/// (`%en0`) are rejected, as ATS does not support them.
 public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     /// The address family.
     public enum Family: String, Sendable, Codable {
@@ -25,6 +26,22 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Parses a host as a URL or CONNECT line carries it and as the socket layer would connect to it: the
+    /// strict forms of `init(parsing:)`, plus the legacy IPv4 numbers that `inet_aton` and URL parsers
+    /// accept (`127.1`, `0177.0.0.1`, `2130706433`, `0x7f000001`: one to four parts, each decimal, octal
+    /// with a leading `0` or hexadecimal with `0x`, the last filling the remaining bytes). Nil for anything
+    /// else, including host names whose last label is not a number.
+    public init?(parsingHost text: String) {
+        // The legacy reading first: it is what a socket connects to when the forms differ (`010.0.0.1` is 8.0.0.1).
+        if let legacy = Self.parseLegacyIPv4(Substring(text)) {
+            bytes = legacy
+        } else if let v6 = Self.parseIPv6(Substring(text)) {
+            bytes = v6
+        } else {
+            return nil
+        }
+    }
+
     public init(bytes: [UInt8]) {
         precondition(bytes.count == 4 || bytes.count == 16, "an IP address has 4 or 16 bytes")
         self.bytes = bytes
@@ -35,6 +52,24 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         guard bytes.count == 16, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff
         else { return nil }
         return IPAddress(bytes: Array(bytes[12..<16]))
+    }
+
+    /// 127.0.0.0/8 or ::1 (an IPv4-mapped loopback address counts).
+    public var isLoopback: Bool {
+        if let v4 = mappedIPv4 { return v4.isLoopback }
+        switch family {
+        case .v4: return bytes[0] == 127
+        case .v6: return bytes[0..<15].allSatisfy { $0 == 0 } && bytes[15] == 1
+        }
+    }
+
+    /// 0.0.0.0/8 or `::` (an IPv4-mapped one counts): on Linux a connection to it reaches this machine.
+    public var isUnspecified: Bool {
+        if let v4 = mappedIPv4 { return v4.isUnspecified }
+        switch family {
+        case .v4: return bytes[0] == 0
+        case .v6: return bytes.allSatisfy { $0 == 0 }
+        }
     }
 
     public var description: String {
@@ -55,6 +90,58 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
             result.append(value)
         }
         return result
+    }
+
+    /// The `inet_aton` forms (see `init(parsingHost:)`); nil unless every part is a number in range.
+    static func parseLegacyIPv4(_ text: Substring) -> [UInt8]? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...4).contains(parts.count) else { return nil }
+        var values: [UInt64] = []
+        for part in parts {
+            guard let value = legacyNumber(part) else { return nil }
+            values.append(value)
+        }
+        let last = values.removeLast()
+        guard values.allSatisfy({ $0 <= 255 }) else { return nil }
+        let lastBytes = 4 - values.count
+        guard last < (UInt64(1) << (8 * UInt64(lastBytes))) else { return nil }
+        var result = values.map { UInt8($0) }
+        for index in (0..<lastBytes).reversed() {
+            result.append(UInt8(truncatingIfNeeded: last >> (8 * UInt64(index))))
+        }
+        return result
+    }
+
+    /// One part of a legacy IPv4 number: `0x` hexadecimal (no digits reads as 0, as `inet_aton` does), a
+    /// leading `0` octal, else decimal. Nil for an empty part, a bad digit or a value beyond 32 bits.
+    private static func legacyNumber(_ part: Substring) -> UInt64? {
+        var digits = part.utf8[...]
+        var radix: UInt64 = 10
+        if digits.count >= 2, digits.first == UInt8(ascii: "0"),
+            digits.dropFirst().first == UInt8(ascii: "x") || digits.dropFirst().first == UInt8(ascii: "X")
+        {
+            radix = 16
+            digits = digits.dropFirst(2)
+            if digits.isEmpty { return 0 }
+        } else if digits.count >= 2, digits.first == UInt8(ascii: "0") {
+            radix = 8
+            digits = digits.dropFirst()
+        }
+        guard !digits.isEmpty else { return nil }
+        var value: UInt64 = 0
+        for byte in digits {
+            let digit: UInt64
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt64(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt64(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt64(byte - UInt8(ascii: "A") + 10)
+            default: return nil
+            }
+            guard digit < radix else { return nil }
+            value = value * radix + digit
+            guard value <= UInt64(UInt32.max) else { return nil }
+        }
+        return value
     }
 
     static func parseIPv6(_ text: Substring) -> [UInt8]? {

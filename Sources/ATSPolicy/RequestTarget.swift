@@ -59,7 +59,7 @@ public struct RequestTarget: Sendable, Hashable, Codable, CustomStringConvertibl
 
     public init(scheme: URLScheme, host: String, port: Int? = nil, url: String? = nil) {
         self.scheme = scheme
-        self.host = host.lowercased()
+        self.host = Self.canonicalHost(host)
         self.port = port ?? scheme.defaultPort
         self.url = url ?? "\(scheme.rawValue)://\(Self.uriHost(self.host))\(port.map { ":\($0)" } ?? "")/"
     }
@@ -155,6 +155,23 @@ public struct RequestTarget: Sendable, Hashable, Codable, CustomStringConvertibl
         return nonASCII && text.contains(where: \.isWhitespace)
     }
 
+    /// The host as the engine and the proxy compare it: lower-cased, and a legacy IPv4 number (`127.1`,
+    /// `0177.0.0.1`, `2130706433`, `0x7f000001`) rewritten as the dotted-decimal address a socket layer
+    /// would connect to, as URL parsers do. Names and IPv6 literals are only lower-cased.
+    public static func canonicalHost(_ host: String) -> String {
+        let lowered = host.lowercased()
+        // Only a host made of hex digits, `x` and dots can be a legacy number: names skip the parse.
+        guard
+            lowered.utf8.allSatisfy({
+                ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+                    || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f"))
+                    || $0 == UInt8(ascii: "x") || $0 == UInt8(ascii: ".")
+            }), let legacy = IPAddress.parseLegacyIPv4(Substring(lowered))
+        else { return lowered }
+        let canonical = IPAddress(bytes: legacy).description
+        return canonical == lowered ? lowered : canonical
+    }
+
     /// `host` as a URL or `host:port` authority spells it: an IPv6 literal in brackets (RFC 3986 §3.2.2).
     public static func uriHost(_ host: String) -> String {
         host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
@@ -173,7 +190,7 @@ public struct RequestTarget: Sendable, Hashable, Codable, CustomStringConvertibl
         self.url = url
     }
 
-    /// The IP address if the host is an IP literal.
+    /// The IP address if the host is an IP literal (legacy IPv4 numbers were canonicalized already).
     public var ipAddress: IPAddress? { IPAddress(parsing: host) }
 
     public var description: String { url }

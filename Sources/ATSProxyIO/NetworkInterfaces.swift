@@ -32,4 +32,35 @@ public enum NetworkInterfaces {
         }
         return result
     }
+
+    /// Every address of every interface that is up, IPv4 and IPv6 (loopback and link-local included): the
+    /// addresses at which a connection reaches this machine.
+    public static func allAddresses() -> [IPAddress] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return [] }
+        defer { freeifaddrs(list) }
+        var result: [IPAddress] = []
+        var cursor: UnsafeMutablePointer<ifaddrs>? = first
+        while let entry = cursor {
+            defer { cursor = entry.pointee.ifa_next }
+            guard Int32(entry.pointee.ifa_flags) & Int32(IFF_UP) != 0, let address = entry.pointee.ifa_addr else {
+                continue
+            }
+            var ip: IPAddress?
+            switch Int32(address.pointee.sa_family) {
+            case AF_INET:
+                ip = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
+                    withUnsafeBytes(of: pointer.pointee.sin_addr) { IPAddress(bytes: Array($0)) }
+                }
+            case AF_INET6:
+                ip = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                    withUnsafeBytes(of: pointer.pointee.sin6_addr) { IPAddress(bytes: Array($0)) }
+                }
+            default:
+                ip = nil
+            }
+            if let ip, !result.contains(ip) { result.append(ip) }
+        }
+        return result
+    }
 }

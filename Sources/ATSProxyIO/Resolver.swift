@@ -170,10 +170,30 @@ public final class Resolver: Sendable {
     /// When false, names without an override fail with `.dnsFailure` (hermetic tests).
     public let useSystemResolver: Bool
     private let workers = DispatchQueue(label: "ats-proxy.resolver", attributes: .concurrent)
+    /// Addresses dropped from every answer (the proxy host's own, for clients on other machines); a name
+    /// left without any fails to resolve, with `refusal` as the detail.
+    private let refuses: (@Sendable (IPAddress) -> Bool)?
+    private let refusal: String
 
     public init(overrides: ResolverOverrides = ResolverOverrides(), useSystemResolver: Bool = true) {
         self.overrides = overrides
         self.useSystemResolver = useSystemResolver
+        refuses = nil
+        refusal = ""
+    }
+
+    private init(_ base: Resolver, refusing: @escaping @Sendable (IPAddress) -> Bool, because refusal: String) {
+        overrides = base.overrides
+        useSystemResolver = base.useSystemResolver
+        refuses = refusing
+        self.refusal = refusal
+    }
+
+    /// A resolver with the same overrides that never answers with an address `predicate` matches: a name that
+    /// resolves only to such addresses fails as unresolvable (detail: `refusal`), before any connection is
+    /// tried, so nothing is learnt about the ports behind it.
+    public func refusing(because refusal: String, _ predicate: @escaping @Sendable (IPAddress) -> Bool) -> Resolver {
+        Resolver(self, refusing: predicate, because: refusal)
     }
 
     /// Resolves `host` (a name or an IP literal, IPv6 with or without brackets) for `port` and
@@ -185,13 +205,24 @@ public final class Resolver: Sendable {
     ) {
         let bound = LoopBound(completion, loop: loop)
         if let immediate = resolveWithoutSystem(host: host, port: port) {
-            loop.execute { bound.value(immediate) }
+            let answer = screened(immediate, host: host)
+            loop.execute { bound.value(answer) }
             return
         }
-        workers.async {
-            let result = Self.systemLookup(host: host, port: port)
+        workers.async { [self] in
+            let result = screened(Self.systemLookup(host: host, port: port), host: host)
             loop.execute { bound.value(result) }
         }
+    }
+
+    /// `result` without the refused addresses (see `refusing`).
+    private func screened(_ result: Result<[SocketAddress], ConnectError>, host: String)
+        -> Result<[SocketAddress], ConnectError>
+    {
+        guard let refuses, case .success(let addresses) = result else { return result }
+        let kept = addresses.filter { !refuses($0.ip) }
+        if kept.isEmpty { return .failure(.dnsFailure(host: host, detail: refusal)) }
+        return .success(kept)
     }
 
     /// The answer that needs no system lookup: a literal, an override, or (system resolver off)

@@ -156,7 +156,10 @@ final class ParkedUpstream: TCPConnectionHandler, @unchecked Sendable {
         guard let connection else { return }
         connection.handler = self
         connection.resumeReading()
-        timer = LoopTimer.oneShot(on: connection.loop, after: idleTime) { [self] in
+        // Weak: the loop's timer heap holds the timer, the timer its closure; a strong capture made the entry
+        // and its connection a cycle that outlived the pool (LeakSanitizer saw it at every exit).
+        timer = LoopTimer.oneShot(on: connection.loop, after: idleTime) { [weak self] in
+            guard let self else { return }
             pool?.unpark(self)
             detach()?.close()
         }
@@ -301,7 +304,8 @@ final class UpstreamLinkDriver: TCPConnectionHandler, @unchecked Sendable {
             return
         }
         idleTimer?.cancel()
-        idleTimer = LoopTimer.oneShot(on: connection.loop, after: idleTime) { [self] in
+        idleTimer = LoopTimer.oneShot(on: connection.loop, after: idleTime) { [weak self] in
+            guard let self else { return }
             idleTimer = nil
             pool?.remove(self)
             shutdown()

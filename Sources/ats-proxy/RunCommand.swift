@@ -25,6 +25,13 @@ struct ProxyOptions: ParsableArguments {
     )
     var allowClients: [String] = []
 
+    @Flag(
+        name: .long,
+        help:
+            "Let clients on other machines reach this machine's own services (localhost, loopback, its own addresses); refused by default."
+    )
+    var allowLocalTargets = false
+
     @Option(name: .long, help: "Connections beyond this get 503.")
     var maxConnections = 10_000
 
@@ -220,6 +227,9 @@ struct ProxyOptions: ParsableArguments {
         settings.captureBodyLimit = observe.captureBodyLimit
         let addresses = (listenOverride ?? listen).compactMap(ListenAddress.init(parsing:))
         settings.selfAuthorities = AuthorityBook(Self.selfAuthorities(addresses))
+        settings.localTargets = LocalTargetPolicy(
+            allowsRemoteClients: allowLocalTargets,
+            ownAddresses: Set(NetworkInterfaces.allAddresses() + addresses.map(\.address.ip)))
         var onboarding = try OnboardingSite(
             certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses),
             lanAddresses: NetworkInterfaces.lanIPv4Addresses().map(\.description))
@@ -384,6 +394,7 @@ struct ProxyOptions: ParsableArguments {
         let shutdown = GracefulShutdown(
             gracePeriod: grace, stopAccepting: { server.drain() }, inFlight: { server.liveConnections },
             onFinished: { [failOnViolations] drained in
+                server.closeRemaining()
                 log.note(drained ? "stopped" : "stopped with connections still open after the grace period")
                 log.stopStatusLine()
                 log.flush()

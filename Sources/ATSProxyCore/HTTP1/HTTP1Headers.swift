@@ -108,6 +108,35 @@ public struct HTTP1Headers: Hashable, Sendable, RandomAccessCollection, Expressi
         }
     }
 
+    /// Leaves exactly one `Content-Length: length` field, in the place of the first one, when the head carried
+    /// several that agree or a list (`5, 5`) that the framing check accepted: RFC 9110 §8.6 forbids forwarding
+    /// such a value, and an origin that reads the list otherwise would frame the message differently from the
+    /// proxy. A head with one plain decimal field (the common case) is left untouched without allocating.
+    public mutating func collapseContentLength(to length: Int) {
+        var count = 0
+        var canonical = true
+        for field in fields where field.name.utf8.count == 14 && Self.nameMatches(field.name, "Content-Length") {
+            count += 1
+            if count > 1 { break }
+            canonical = Self.isDecimal(field.value, equalTo: length)
+        }
+        guard count != 1 || !canonical else { return }
+        replaceOrAppend(name: "Content-Length", value: String(length))
+    }
+
+    /// Whether `text` is exactly the decimal spelling of `value` (no sign, no leading zeros, no spaces).
+    private static func isDecimal(_ text: String, equalTo value: Int) -> Bool {
+        var remaining = value
+        var digits = 0
+        for byte in text.utf8.reversed() {
+            guard HTTP1ASCII.isDigit(byte), digits == 0 || remaining > 0 else { return false }
+            guard Int(byte - UInt8(ascii: "0")) == remaining % 10 else { return false }
+            remaining /= 10
+            digits += 1
+        }
+        return digits > 0 && remaining == 0
+    }
+
     /// Case-insensitive field-name comparison without allocation.
     public static func nameMatches(_ lhs: String, _ rhs: String) -> Bool {
         HTTP1ASCII.equalsIgnoringCase(lhs, rhs)

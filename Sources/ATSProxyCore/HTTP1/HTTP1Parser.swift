@@ -239,16 +239,18 @@ public struct HTTP1Parser: Sendable {
         do throws(HTTP1ParseError) {
             switch role {
             case .request:
-                let head = try HTTP1HeadParser.parseRequest(section)
+                var head = try HTTP1HeadParser.parseRequest(section)
                 framing = try HTTP1BodyFraming.forRequest(head)
+                if case .contentLength(let length) = framing { head.headers.collapseContentLength(to: length) }
                 events.append(.request(head, body: framing))
                 #if DEBUG
                     HTTP1TextCounter.countParse()
                 #endif
             case .response:
                 guard let method = outstandingMethods.first else { throw HTTP1ParseError(.unexpectedResponse) }
-                let head = try HTTP1HeadParser.parseResponse(section)
+                var head = try HTTP1HeadParser.parseResponse(section)
                 framing = try HTTP1BodyFraming.forResponse(head, requestMethod: method)
+                if case .contentLength(let length) = framing { head.headers.collapseContentLength(to: length) }
                 events.append(.response(head, body: framing))
                 #if DEBUG
                     HTTP1TextCounter.countParse()

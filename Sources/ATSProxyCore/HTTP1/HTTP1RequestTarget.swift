@@ -19,7 +19,8 @@ public struct HTTP1Authority: Hashable, Sendable, CustomStringConvertible {
         return port.map { "\(hostText):\($0)" } ?? hostText
     }
 
-    /// Parses `uri-host [ ":" port ]`; no userinfo, no empty host.
+    /// Parses `uri-host [ ":" port ]`; no userinfo, no empty host; a name must be a DNS name or IPv4 number
+    /// (`isHostName`), a bracketed literal a valid IPv6 address.
     init?<Bytes: Collection<UInt8>>(bytes: Bytes) {
         var hostBytes = bytes[...]
         var portBytes: Bytes.SubSequence?
@@ -31,7 +32,8 @@ public struct HTTP1Authority: Hashable, Sendable, CustomStringConvertible {
             }
             hostBytes = bytes[bytes.index(after: bytes.startIndex)..<close]
             let rest = bytes[bytes.index(after: close)...]
-            guard hostBytes.allSatisfy({ HTTP1ASCII.hexValue($0) != nil || $0 == HTTP1ASCII.colon || $0 == 0x2E })
+            guard hostBytes.allSatisfy({ HTTP1ASCII.hexValue($0) != nil || $0 == HTTP1ASCII.colon || $0 == 0x2E }),
+                IPAddress(parsing: String(decoding: hostBytes, as: UTF8.self)) != nil
             else { return nil }
             if !rest.isEmpty {
                 guard rest.first == HTTP1ASCII.colon else { return nil }
@@ -42,7 +44,7 @@ public struct HTTP1Authority: Hashable, Sendable, CustomStringConvertible {
                 hostBytes = bytes[..<colon]
                 portBytes = bytes[bytes.index(after: colon)...]
             }
-            guard !hostBytes.isEmpty, hostBytes.allSatisfy(Self.isRegisteredNameCharacter) else { return nil }
+            guard Self.isHostName(hostBytes) else { return nil }
         }
         var port: Int?
         if let portBytes, !portBytes.isEmpty {
@@ -54,20 +56,31 @@ public struct HTTP1Authority: Hashable, Sendable, CustomStringConvertible {
         self.init(host: String(decoding: hostBytes, as: UTF8.self), port: port)
     }
 
-    /// unreserved / pct-encoded / sub-delims of RFC 3986 `reg-name`.
-    private static func isRegisteredNameCharacter(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "%"),
-            UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
-            UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"),
-            UInt8(ascii: "="):
-            return true
-        default:
-            return false
+    /// Whether `bytes` is a host the proxy can resolve and name in a certificate: a DNS name (labels of 1 to 63
+    /// letters, digits, `-` or `_`, at most 253 bytes, one optional trailing dot) or an IPv4 number (which is
+    /// such a name too). RFC 3986 `reg-name` also allows percent-encoding and sub-delimiters (`ex%61mple.test`,
+    /// `a!b`), but no resolver or dNSName takes those: they are refused before any leaf is minted.
+    static func isHostName<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
+        var total = 0
+        var labelLength = 0
+        var endsWithDot = false
+        for byte in bytes {
+            total += 1
+            endsWithDot = false
+            switch byte {
+            case UInt8(ascii: "."):
+                guard labelLength > 0 else { return false }
+                labelLength = 0
+                endsWithDot = true
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                labelLength += 1
+                guard labelLength <= 63 else { return false }
+            default:
+                return false
+            }
         }
+        return (labelLength > 0 || endsWithDot) && total - (endsWithDot ? 1 : 0) <= 253
     }
 
     /// Whether two authorities name the same endpoint: host case-insensitively, ports after defaults.

@@ -120,6 +120,8 @@ public struct ProxySession {
         var timings = PhaseTimes()
         /// The first bytes of each body (`ProxySettings.captureBodyLimit`; empty otherwise).
         var bodies = CapturedBodies()
+        /// Its record was written (`logExchange`): every exchange ends in exactly one.
+        var recorded = false
 
         init(
             number: Int, start: Date, method: String, url: String, target: RequestTarget, decision: ATSDecision,
@@ -459,6 +461,13 @@ public struct ProxySession {
         }
         requestCount += 1
         let clientKeepAlive = HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
+        if !isStreamSession, let tunnel {
+            switch TunnelRequestCheck.check(head, host: tunnel.host, port: tunnel.port) {
+            case .sameOrigin: break
+            case .misdirected(let text): return refuse(head, status: 421, reason: "Misdirected Request", text: text)
+            case .unsupportedScheme(let text): return refuse(head, status: 400, reason: "Bad Request", text: text)
+            }
+        }
         let url: String
         switch head.target {
         case .absolute(let scheme, let authority, let pathAndQuery):
@@ -509,6 +518,9 @@ public struct ProxySession {
                 status: 508, reason: "Loop Detected", body: "ats-proxy: the request is addressed to the proxy itself\n",
                 keepAlive: false)
             return
+        }
+        if !inTunnel && services.settings.localTargets.refuses(host: target.host, clientAddress: clientAddress) {
+            return refuse(head, status: 403, reason: "Forbidden", text: Self.localTargetText(target.host))
         }
         let source = requestSource(head)
         let decision = decide(target, source: source)
@@ -587,7 +599,10 @@ public struct ProxySession {
     }
 
     private func isSelf(host: String, port: Int) -> Bool {
-        services.settings.selfAuthorities.contains("\(RequestTarget.uriHost(host)):\(port)")
+        // Any spelling of an address the proxy listens on: `127.1`, `0x7f000001`, `[::ffff:127.0.0.1]`.
+        var canonical = RequestTarget.canonicalHost(host)
+        if let mapped = IPAddress(parsing: canonical)?.mappedIPv4 { canonical = mapped.description }
+        return services.settings.selfAuthorities.contains("\(RequestTarget.uriHost(canonical)):\(port)")
     }
 
     /// `--cleartext upgrade`: fetch the https:// twin under that host's ATS requirements.
@@ -759,7 +774,7 @@ public struct ProxySession {
             close()
             return
         }
-        let host = authority.host.lowercased()
+        let host = RequestTarget.canonicalHost(authority.host)
         let port = authority.port ?? 443
         if host == OnboardingSite.host {
             answerLocally(
@@ -775,6 +790,9 @@ public struct ProxySession {
             )
             close()
             return
+        }
+        if services.settings.localTargets.refuses(host: host, clientAddress: clientAddress) {
+            return refuse(head, status: 403, reason: "Forbidden", text: Self.localTargetText(host))
         }
         if services.settings.hostFilter.ignores(host: host, port: port) {
             // Left alone: a blind tunnel without a probe or a record (only counted).
@@ -1403,6 +1421,33 @@ public struct ProxySession {
         if !keepAlive { close() }
     }
 
+    /// A request or CONNECT the proxy refuses before any upstream is involved (misdirected inside a tunnel, a
+    /// target on the proxy host for a client elsewhere): answered with `status`, recorded as failed, closed.
+    private mutating func refuse(_ head: HTTP1RequestHead, status: Int, reason: String, text: String) {
+        let body = "ats-proxy: \(text)\n"
+        let url: String
+        switch head.target {
+        case .authority(let authority): url = "https://\(authority)/"
+        case .absolute, .asterisk: url = head.target.description
+        case .origin(let path): url = tunnelOrigin.isEmpty ? path : tunnelOrigin + path
+        }
+        let number = head.method == "CONNECT" ? requestCount + 1 : requestCount
+        commands.append(
+            .log(
+                RequestRecord(
+                    time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(number), method: head.method,
+                    url: url, httpProtocol: clientProtocol, source: .urlsession, result: .failed, atsRequired: false,
+                    ruleChain: [], rule: text, status: status, requestHeaders: head.headers.fields,
+                    bytesToClient: body.utf8.count)))
+        answerLocally(status: status, reason: reason, body: body, keepAlive: false)
+        close()
+    }
+
+    /// Why a client on another machine may not reach `host`.
+    static func localTargetText(_ host: String) -> String {
+        "\(host) is the machine the proxy runs on; clients on other machines may not reach its own services (start ats-proxy with --allow-local-targets to allow it)"
+    }
+
     /// Serves the CA onboarding site (never proxied).
     private mutating func answerOnboarding(_ head: HTTP1RequestHead, path: String, framing: HTTP1BodyFraming) {
         guard let site = services.onboarding else {
@@ -1484,6 +1529,16 @@ public struct ProxySession {
 
     /// Shutdown: an idle connection closes now; a busy one closes when its exchange ends.
     private mutating func drain() {
+        if draining {
+            // A second drain: the grace period is over, whatever is in flight ends now (and is recorded).
+            if case .h2 = phase, let h2 { apply(h2.clientGone(now: now)) }
+            if let exchange, !exchange.recorded {
+                exchange.result = .failed
+                exchange.rule = "the proxy stopped (grace period over) before the exchange was complete"
+            }
+            close()
+            return
+        }
         draining = true
         if case .h2 = phase, let h2 {
             apply(h2.drain(now: now))
@@ -1499,7 +1554,8 @@ public struct ProxySession {
     }
 
     private mutating func logExchange() {
-        guard let exchange, !exchange.unrecorded else { return }
+        guard let exchange, !exchange.unrecorded, !exchange.recorded else { return }
+        exchange.recorded = true
         let redirectNote = ""
         let record = RequestRecord(
             time: exchange.start, clientAddress: clientAddress, taskID: taskIDPrefix + String(exchange.number),
@@ -1535,6 +1591,17 @@ public struct ProxySession {
 
     private mutating func close() {
         if case .closed = phase { return }
+        if let exchange, !exchange.recorded {
+            // Cut before it ended on its own (timeout, shutdown, a client gone mid-request): still one record.
+            switch exchange.result {
+            case .completed, .reported:
+                exchange.result = .failed
+                exchange.rule = "the connection was closed before the exchange was complete"
+            case .blockedCleartext, .failed, .clientUntrustedCA:
+                break
+            }
+            logExchange()
+        }
         releaseOrCloseUpstream()
         if let tls = clientTLS {
             flushClientTLS(tls)
@@ -1624,6 +1691,11 @@ public struct ProxySession {
         }
         if let exchange {
             if exchange.responseStarted || exchange.kind != .forward {
+                // Recorded by `close` with this reason: the client sees the connection end.
+                exchange.result = .failed
+                exchange.errorCode = exchange.errorCode ?? NSURLErrorCode.timedOut.rawValue
+                exchange.rule =
+                    "no progress for \(services.settings.exchangeTimeout) s (--exchange-timeout) \(exchange.responseStarted ? "after the response head" : "while the exchange was under way"); the connection was closed"
                 close()
             } else {
                 // Nothing from the origin (connect, TLS or response head) in time: -1001, 504.

@@ -57,6 +57,8 @@ public struct ProxySettings: Sendable {
     /// host:port pairs that address the proxy itself (requests to them are never proxied). A
     /// shared book, completed with the real ports once the listeners are bound.
     public var selfAuthorities = AuthorityBook()
+    /// Which clients may reach the proxy host's own services (`--allow-local-targets`).
+    public var localTargets = LocalTargetPolicy()
     /// Port used for `--cleartext upgrade` (443 unless mapped).
     public var upgradePort: Int = 443
     /// Hosts left alone (`--ignore-hosts`, `--allow-hosts`): tunnelled or forwarded without judging.

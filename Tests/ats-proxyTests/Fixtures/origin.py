@@ -20,6 +20,8 @@ Routes:
                             body is read first); on a later one a clean close without answering,
                             like an origin whose keep-alive timeout struck as the request arrived
   GET  /ws                  WebSocket (RFC 6455) echo of text and binary messages
+  GET  /stall-after-head?hold=S  head announcing 1000 bytes, 10 bytes, then nothing for S seconds
+                            (default 30) and a close: an origin that stalls mid-response
   GET  /latin1              200 with the header X-Latin1: caf<0xE9> (one obs-text byte, not UTF-8)
 Every response carries X-Origin: <name> and X-Conn: <per-connection number>.
 """
@@ -208,6 +210,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
         elif path == "/close-if-reused":
             self.close_if_reused()
+        elif path == "/stall-after-head":
+            hold = float(query.get("hold", ["30"])[0])
+            self.send_response(200)
+            self.common_headers()
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b"y" * 10)
+            self.wfile.flush()
+            time.sleep(hold)
+            self.close_connection = True
         elif path == "/latin1":
             # send_header encodes with Latin-1: the value goes out as the single byte 0xE9.
             self.simple(200, b"latin1\n", extra=[("X-Latin1", "caf\u00e9")])
