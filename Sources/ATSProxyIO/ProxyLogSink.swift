@@ -16,7 +16,8 @@ import Synchronization
 /// `write(2)` on a private writer queue, `flushInterval` after its first line, or at once when it
 /// passes `flushThreshold` bytes. `flush()` writes everything logged so far and waits: the run and
 /// exec commands call it before they exit (also after SIGINT/SIGTERM), so no line is lost on a
-/// graceful stop.
+/// graceful stop. A crash (a trapped invariant, a signal that kills) loses what is batched: at most the
+/// last `flushInterval` or `flushThreshold` of lines.
 ///
 /// Order: lines of one thread keep their order; lines of different loops interleave by record,
 /// never within one. Notes (banner, reload) take the same batch and are flushed at once.

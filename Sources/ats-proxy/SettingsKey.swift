@@ -69,6 +69,7 @@ struct SettingsKey: Sendable {
         .init("ca-key-type", .ca, \.ca.caKeyType),
         .init("listen", .proxy, \.listen),
         .init("allow-client", .proxy, \.allowClients),
+        .init("allow-local-targets", .proxy, \.allowLocalTargets),
         .init("max-connections", .proxy, \.maxConnections),
         .init("mode", .proxy, \.mode),
         .init("cleartext", .proxy, \.cleartext),

@@ -1305,3 +1305,17 @@ extension HTTP2FrontendTests {
         #expect(names.contains("1:closeClient"))
     }
 }
+
+extension HTTP2FrontendTests {
+    /// The proxy's own answer to a HEAD stream carries no DATA (a client's HTTP/2 engine would reset the stream).
+    @Test func aLocalAnswerToAHeadStreamEndsWithItsHeaders() throws {
+        let harness = try Harness()
+        let (stream, _) = try harness.request("/head", method: "HEAD")
+        harness.send(.stream(1, .upstreamConnectFailed(.cannotConnectToHost, detail: "refused")))
+        let view = harness.stream(stream)
+        #expect(view.shape == "HE")
+        #expect(view.reset == nil)
+        #expect((view.head ?? []).contains(HTTP2Header(":status", "502")))
+        #expect(view.body.isEmpty)
+    }
+}

@@ -754,3 +754,49 @@ extension ProxySessionTests {
         #expect(Self.records(done).first?.retriedOnNewConnection == nil)
     }
 }
+
+/// Responses of an HTTP/2 origin reach an HTTP/1.1 client through the session's HTTP/1.1 writer: parts in, text out.
+extension ProxySessionTests {
+    /// A GET inside a tunnel to `api.example.com`, sent on an HTTP/2 channel the pool handed over.
+    static func requestOnChannel(_ harness: Harness, _ request: String) throws -> TLSConnection {
+        let client = try Self.establishTunnel(harness, host: "api.example.com")
+        #expect(client.write(Array(request.utf8)) > 0)
+        let opened = harness.send(.clientBytes(client.takeOutbound()))
+        let key = try #require(Self.reuseKeys(opened).first ?? nil)
+        let sent = harness.send(.upstreamReused(Self.h2Channel(key)))
+        #expect(Self.upstreamWrites(sent).isEmpty)
+        return client
+    }
+
+    @Test func aChannelResponseOfUnknownLengthReachesAnHTTP1ClientChunkedWithItsReasonPhrase() throws {
+        let harness = try Harness(upstreamALPN: ["h2", "http/1.1"])
+        let client = try Self.requestOnChannel(harness, "GET /parts HTTP/1.1\r\nHost: api.example.com\r\n\r\n")
+        let head = HTTP1ResponseHead(status: 200, reason: "", headers: ["x-origin": "h2"])
+        let answer = harness.send(
+            .upstreamParts([
+                .response(head, body: .untilClose), .body(Array("hel".utf8)[...]), .body(Array("lo".utf8)[...]),
+                .trailers(["x-sum": "1"]), .messageEnd,
+            ]))
+        client.receive(Self.clientWrites(answer))
+        let text = Self.text(Self.readAll(client))
+        #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n"), "the standard phrase for a head that came without one")
+        #expect(text.contains("\r\nTransfer-Encoding: chunked\r\n"))
+        #expect(text.hasSuffix("\r\n\r\n3\r\nhel\r\n2\r\nlo\r\n0\r\nx-sum: 1\r\n\r\n"))
+        #expect(!Self.closesClient(answer) && !Self.closesUpstream(answer), "the channel's body ends with its stream")
+        #expect(Self.records(answer).first?.status == 200)
+    }
+
+    @Test func anInterimHeadFromAChannelIsRelayedAndTheFinalOneFollows() throws {
+        let harness = try Harness(upstreamALPN: ["h2", "http/1.1"])
+        let client = try Self.requestOnChannel(harness, "GET /early HTTP/1.1\r\nHost: api.example.com\r\n\r\n")
+        let answer = harness.send(
+            .upstreamParts([
+                .response(HTTP1ResponseHead(status: 103, reason: "", headers: ["link": "</a.css>"]), body: .none),
+                .response(HTTP1ResponseHead(status: 204, reason: "", headers: [:]), body: .none), .messageEnd,
+            ]))
+        client.receive(Self.clientWrites(answer))
+        let text = Self.text(Self.readAll(client))
+        #expect(text.hasPrefix("HTTP/1.1 103 Early Hints\r\nlink: </a.css>\r\n\r\nHTTP/1.1 204 No Content\r\n"))
+        #expect(Self.records(answer).first?.status == 204)
+    }
+}

@@ -15,8 +15,9 @@ public enum DiagnosticsLevel: Int, Sendable, Codable, Comparable, CaseIterable {
 
 /// Turns `RequestRecord`s into text: CFNetwork-style console output, or JSON lines.
 ///
-/// Not thread-safe for sequence numbering; the caller owns one formatter per log sink and
-/// serialises calls (the sink's queue).
+/// Not thread-safe for sequence numbering (levels 2 and 3 number their blocks): the log sink keeps one
+/// formatter for those levels and formats under its lock; level 1 and JSON need no numbering and are
+/// formatted on copies, outside the lock.
 public struct DiagnosticsFormatter: Sendable {
     public let level: DiagnosticsLevel
     public let allowSecrets: Bool

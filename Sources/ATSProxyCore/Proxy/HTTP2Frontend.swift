@@ -4,8 +4,8 @@ import Foundation
 
 /// The HTTP/2 side of an intercepted tunnel whose client negotiated h2 (sans-io). It owns the server-role
 /// `HTTP2Session` and turns every stream into one request of a per-stream `ProxySession` (a *lane*), which
-/// decides, connects and judges exactly as for HTTP/1.1; the lane's HTTP/1.1 response is re-framed as the
-/// stream's HTTP/2 response. Lanes whose exchange finished cleanly are kept idle and reused by later streams,
+/// decides, connects and judges exactly as for HTTP/1.1; the lane hands its response (relayed or its own
+/// answer) over as message parts (`ProxyCommand.respond`), submitted as the stream's HEADERS, DATA and trailers. Lanes whose exchange finished cleanly are kept idle and reused by later streams,
 /// so their upstream connections are reused per (host, port, decision) like HTTP/1.1 keep-alive.
 ///
 /// Flow control: request DATA is acknowledged (WINDOW_UPDATE) only when the lane can take it; response bytes
@@ -453,8 +453,8 @@ final class HTTP2Frontend {
 
     // MARK: - Responses
 
-    /// HTTP/1.1 bytes the lane wrote for its client (its local answers: 403, 502, 504 with the `X-ATS-*` fields):
-    /// parsed and re-framed as the stream's response. Relayed responses arrive as parts (`responseParts`).
+    /// HTTP/1.1 bytes a lane wrote for its client: only an origin's `101 Switching Protocols`, which no stream can
+    /// carry (the parser reports the upgrade and the stream is reset). Everything else arrives as parts.
     private func responseBytes(lane: Int32, _ bytes: [UInt8]) {
         guard let id = laneStream[lane], let stream = streams[id] else { return }
         var parser = stream.responseParser
@@ -485,7 +485,8 @@ final class HTTP2Frontend {
                     if head.status != 101 { try? session.submitInformational(stream: id, headers: fields) }
                     continue
                 }
-                let endStream = framing == .none
+                // A HEAD answer has no body on the stream, whatever its framing says (RFC 9110 §9.3.2).
+                let endStream = framing == .none || stream.method == "HEAD"
                 do {
                     try session.submitResponse(stream: id, headers: fields, endStream: endStream)
                     stream.response = endStream ? .ended : .streaming

@@ -74,7 +74,8 @@ public struct ProxySession {
         /// The HTTP/1.1 encoding of the request body was finished (last chunk, trailers) for the current upstream.
         var requestEncodingFinished = false
         var requestDone = false
-        /// The request body writer wrote its end (last chunk and trailers).
+        /// The client's request end (or its trailers) was passed on upstream; `requestEncodingFinished` tracks the
+        /// HTTP/1.1 writer.
         var requestBodyFinished = false
         var responseParser = HTTP1Parser(role: .response)
         var responseWriter: HTTP1BodyWriter?
@@ -1019,6 +1020,7 @@ public struct ProxySession {
     /// without text in between.
     private mutating func upstreamParts(_ parts: [HTTP1Event]) {
         guard case .http = phase, let exchange, upstreamIsChannel else { return }
+        if !exchange.responseBytesSeen { exchange.timings.firstByte = now }
         exchange.responseBytesSeen = true
         processResponse(parts)
     }
@@ -1179,11 +1181,20 @@ public struct ProxySession {
                     && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
             }
             if !exchange.requestDone { exchange.clientKeepAlive = false }
+            if exchange.result == .reported {
+                // `--mode report`: the stream's answer says what would have failed, as an HTTP/1.1 client's does.
+                head.headers.fields += ATSErrorResponse.reportedFields(
+                    errorCode: exchange.errorCode, streamError: exchange.streamError, rule: exchange.rule,
+                    fix: exchange.fix)
+            }
             respondToStream(.response(head, body: framing))
             return true
         case .body(let slice):
             guard exchange.responseStarted else { return true }
             exchange.bytesToClient += slice.count
+            if services.settings.captureBodyLimit > 0 {
+                exchange.bodies.response(slice, services.settings.captureBodyLimit)
+            }
             respondToStream(event)
             return true
         case .trailers:
@@ -1390,7 +1401,7 @@ public struct ProxySession {
         exchange.bytesToClient += local.body.count
         exchange.responseDone = true
         exchange.upstreamKeepAlive = false
-        sendLocal(local, keepAlive: exchange.clientKeepAlive)
+        sendLocal(local, keepAlive: exchange.clientKeepAlive, headOnly: exchange.method == "HEAD")
         finishIfComplete()
     }
 
