@@ -1,0 +1,230 @@
+import ATSPolicy
+import ATSTLS
+import Foundation
+
+/// The upstream connection: asking for one (new or pooled), its TLS handshake and the ATS verdict on it, a lost connection and the one retry it allows.
+extension ProxySession {
+    // MARK: - Upstream
+
+    mutating func upstreamConnected() {
+        exchange?.timings.connected = now
+        switch upstream {
+        case .connecting(let key):
+            if case .passthroughConnecting = phase {
+                upstream = .ready(key, nil)
+                finishPassthroughSetup()
+                return
+            }
+            guard let requirements = key.requirements else {
+                upstream = .ready(key, nil)
+                upstreamShareable = true
+                flushPendingUpstream()
+                return
+            }
+            do {
+                let offered = key.permissive ? Self.permissive(requirements) : requirements
+                let tls = try services.upstreamTLS.makeConnection(
+                    requirements: offered, host: key.host, port: key.port, alpn: key.http1Only ? ["http/1.1"] : nil)
+                upstream = .handshaking(key, tls)
+                continueUpstreamHandshake(key, tls)
+            } catch {
+                let verdict = UpstreamVerdict.failed(
+                    .transport(.other("cannot create the upstream TLS engine: \(error)")),
+                    requirements: requirements, url: exchange?.url ?? "", host: key.host)
+                failExchange(verdict: verdict)
+            }
+        case .none, .handshaking, .ready:
+            break
+        }
+    }
+
+    mutating func upstreamConnectFailed(_ code: NSURLErrorCode, detail: String) {
+        guard case .connecting(let key) = upstream else { return }
+        upstream = .none
+        let transport: TransportFailure
+        switch code {
+        case .cannotFindHost: transport = .nameNotResolved(key.host)
+        case .cannotConnectToHost: transport = .refused
+        case .timedOut: transport = .timedOut
+        case .networkConnectionLost: transport = .reset
+        case .badServerResponse, .appTransportSecurityRequiresSecureConnection, .secureConnectionFailed,
+            .serverCertificateHasBadDate,
+            .serverCertificateUntrusted, .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid,
+            .clientCertificateRejected, .clientCertificateRequired:
+            transport = .other(detail)
+        }
+        let requirements = key.requirements ?? exchange?.decision.requirements ?? Self.cleartextRequirements
+        let verdict = UpstreamVerdict.failed(
+            .transport(transport), requirements: requirements, url: exchange?.url ?? "", host: key.host)
+        failExchange(verdict: verdict)
+    }
+
+    mutating func upstreamBytes(_ bytes: [UInt8]) {
+        switch upstream {
+        case .handshaking(let key, let tls):
+            tls.receive(bytes)
+            continueUpstreamHandshake(key, tls)
+        case .ready(_, let tls):
+            if let tls {
+                tls.receive(bytes)
+                drainUpstreamTLS(tls)
+            } else {
+                upstreamPlain(bytes)
+            }
+        case .none, .connecting:
+            break
+        }
+    }
+
+    mutating func continueUpstreamHandshake(_ key: UpstreamKey, _ tls: TLSConnection) {
+        let progress = tls.handshake()
+        flushUpstreamTLS(tls)
+        switch progress {
+        case .needsInput:
+            return
+        case .failed(let failure):
+            upstream = .none
+            commands.append(.closeUpstream)
+            let requirements = key.requirements ?? Self.cleartextRequirements
+            failExchange(
+                verdict: UpstreamVerdict.failed(
+                    .handshake(failure), requirements: requirements, url: exchange?.url ?? "", host: key.host))
+        case .complete:
+            guard let requirements = key.requirements else { return }
+            let summary = services.upstreamTLS.summarize(tls, host: key.host, time: now)
+            let verdict = UpstreamVerdict.judging(
+                summary, requirements: requirements, url: exchange?.url ?? "", host: key.host)
+            exchange?.tls = Self.tlsFacts(summary, detailed: services.settings.detailedRecords)
+            exchange?.timings.secured = now
+            if verdict.isBlocked {
+                let verdict = verdict.withFix(url: exchange?.url ?? "", evaluator: services.policy.snapshot.evaluator)
+                if services.settings.mode == .report {
+                    exchange?.result = .reported
+                    exchange?.errorCode = verdict.error?.rawValue
+                    exchange?.streamError = Self.pair(verdict)
+                    exchange?.rule = verdict.rule
+                    exchange?.fix = verdict.fix
+                    let lines = verdict.consoleLines(
+                        platform: services.policy.snapshot.evaluator.options.platform, context: consoleContext())
+                    exchange?.consoleLines = lines
+                } else {
+                    upstream = .none
+                    commands.append(.closeUpstream)
+                    failExchange(verdict: verdict)
+                    return
+                }
+            }
+            if case .passthroughProbe(let host, let port) = phase {
+                // The probe passed: drop it and open the raw tunnel.
+                upstream = .none
+                commands.append(.closeUpstream)
+                phase = .passthroughConnecting(host: host, port: port)
+                openUpstream(
+                    UpstreamKey(host: host, port: port, requirements: nil, permissive: false), reusable: false)
+                return
+            }
+            upstreamFacts = exchange?.tls
+            upstreamShareable = !verdict.isBlocked && !key.permissive
+            if tls.negotiatedALPN == "h2" {
+                // The session keeps speaking HTTP/1.1; a shared link of the loop's pool speaks h2 for it.
+                upstream = .ready(key, nil)
+                upstreamProtocol = "h2"
+                commands.append(
+                    .promoteUpstream(
+                        UpstreamLease(
+                            key: key, tls: tls, facts: upstreamFacts, protocolName: "h2",
+                            shareable: upstreamShareable)))
+                flushPendingUpstream()
+                return
+            }
+            upstream = .ready(key, tls)
+            flushPendingUpstream()
+            drainUpstreamTLS(tls)
+        }
+    }
+
+    mutating func upstreamEOF(reset: Bool) {
+        if case .relay = phase {
+            upstream = .none
+            close()
+            return
+        }
+        if case .handshaking(let key, let tls) = upstream {
+            // Closed mid-handshake: let the engine say so (closed without alert, -9816).
+            tls.receiveEOF()
+            continueUpstreamHandshake(key, tls)
+            if case .handshaking = upstream {
+                upstream = .none
+                commands.append(.closeUpstream)
+            }
+            return
+        }
+        if case .none = upstream {
+        } else {
+            commands.append(.closeUpstream)
+        }
+        upstream = .none
+        guard let exchange, exchange.kind == .forward else { return }
+        if exchange.responseStarted {
+            let events = exchange.responseParser.inputClosed()
+            exchange.upstreamKeepAlive = false
+            if events.contains(where: { if case .failed = $0 { true } else { false } }) || events.isEmpty {
+                if !(self.exchange?.responseDone ?? true) { closeUpstreamAndClient() }
+                return
+            }
+            processResponse(events)
+        } else if exchange.onReusedUpstream, !exchange.responseBytesSeen, let head = exchange.retryHead,
+            let key = exchange.upstreamKey
+        {
+            // A reused connection the origin closed as the request arrived (its keep-alive timeout): like
+            // CFNetwork, send the idempotent request once more, on a connection opened for it.
+            sendAgain(exchange, head: head, on: key, reusable: false)
+        } else {
+            let requirements = exchange.requirements ?? Self.cleartextRequirements
+            failExchange(
+                verdict: UpstreamVerdict.failed(
+                    .transport(.reset), requirements: requirements, url: exchange.url, host: exchange.target.host))
+        }
+    }
+
+    /// The origin reset the request's HTTP/2 stream with HTTP_1_1_REQUIRED (RFC 9113 §8.7): it is remembered for
+    /// the rest of the session, and a request that can be replayed (`retryHead`) and of which nothing came back
+    /// is sent once more on an HTTP/1.1-only upstream for the same origin and decision, which the pool may hand
+    /// over. Anything else (a body, a response under way, a request sent once more already) is a reset.
+    mutating func upstreamRequiresHTTP11() {
+        guard case .http = phase, case .ready(let key, _) = upstream, !key.http1Only else {
+            return upstreamEOF(reset: true)
+        }
+        http11Origins.insert(OriginAuthority(host: key.host, port: key.port))
+        guard let exchange, exchange.kind == .forward, !exchange.responseStarted, !exchange.responseBytesSeen,
+            let head = exchange.retryHead
+        else {
+            return upstreamEOF(reset: true)
+        }
+        commands.append(.closeUpstream)
+        upstream = .none
+        var http1Key = key
+        http1Key.http1Only = true
+        exchange.upstreamKey = http1Key
+        exchange.tls = nil  // The HTTP/1.1 upstream's facts replace the h2 link's.
+        sendAgain(exchange, head: head, on: http1Key, reusable: true)
+    }
+
+    /// Sends `exchange`'s request (`head`, its replayable head) once more, on an upstream for `key`, and
+    /// marks it so: never a third time, and logged as retried.
+    mutating func sendAgain(
+        _ exchange: Exchange, head: HTTP1RequestHead, on key: UpstreamKey, reusable: Bool
+    ) {
+        exchange.retryHead = nil
+        exchange.onReusedUpstream = false
+        exchange.retried = true
+        // Only requests without a body are sent again: a fresh writer frames the (empty) body on the new upstream.
+        exchange.requestWriter = HTTP1BodyWriter(framing: .none)
+        exchange.requestEncodingFinished = false
+        pendingUpstream = []
+        pendingParts = []
+        openUpstream(key, reusable: reusable)
+        sendRequestPart(.request(head, body: .none))
+        if exchange.requestBodyFinished { sendRequestPart(.messageEnd) }
+    }
+}
