@@ -1319,3 +1319,28 @@ extension HTTP2FrontendTests {
         #expect(view.body.isEmpty)
     }
 }
+
+extension HTTP2FrontendTests {
+    /// More streams at once than the old idle-lane limit (16): every lane stays idle after its stream, so the
+    /// client's next round of streams reuses them and their upstream connections instead of opening new ones.
+    @Test func concurrentStreamsKeepTheirLanesAndUpstreamsForTheNextRound() throws {
+        let harness = try Harness()
+        var first: [Int32] = []
+        for index in 0..<20 { first.append(try harness.request("/first/\(index)").stream) }
+        for lane in Int32(1)...20 {
+            harness.connect(lane: lane)
+            harness.respond(lane: lane, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        }
+        #expect(first.allSatisfy { harness.stream($0).text == "ok" })
+        var asked: [ProxyCommand] = []
+        var second: [Int32] = []
+        for index in 0..<20 {
+            let (stream, commands) = try harness.request("/second/\(index)")
+            second.append(stream)
+            asked += commands
+        }
+        #expect(Self.connects(asked).isEmpty, "the second round reuses the idle lanes and their connections")
+        for lane in Int32(1)...20 { harness.respond(lane: lane, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain") }
+        #expect(second.allSatisfy { harness.stream($0).text == "again" })
+    }
+}
