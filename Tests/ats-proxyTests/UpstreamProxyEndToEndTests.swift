@@ -44,11 +44,12 @@ final class ChainProxy: @unchecked Sendable {
 @Suite(.serialized) struct UpstreamProxyEndToEndTests {
     static let tls11 = "old.example.test"
 
-    @Test func httpsAndHTTPGoThroughTheChainAndTLSIsJudgedOnTheOrigin() throws {
+    @Test(arguments: ["epoll", "dispatch"])
+    func httpsAndHTTPGoThroughTheChainAndTLSIsJudgedOnTheOrigin(eventLoop: String) throws {
         let chainDirectory = try TemporaryDirectory("chain")
         let chain = try ChainProxy(directory: chainDirectory)
         let stack = try ProxyStack(arguments: [
-            "--upstream-proxy", chain.url, "--ignore-hosts", #"^plain\.example\.test:"#,
+            "--upstream-proxy", chain.url, "--event-loop", eventLoop, "--ignore-hosts", #"^plain\.example\.test:"#,
         ]) { directory, pki in
             let leaf = try pki.leaf([Self.tls11], file: "tls11")
             return [(Self.tls11, try Origin(name: "tls11", directory: directory, tls: leaf, tlsVersion: "1.1"))]
