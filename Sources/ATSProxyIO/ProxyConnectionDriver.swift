@@ -31,7 +31,8 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         var channel: (link: UpstreamLinkDriver, id: UpstreamH2Link.ChannelID)?
         /// The channel asked for no more request bytes for now.
         var channelBlocked = false
-        var connector: TCPConnector?
+        /// A direct `TCPConnector` or an `UpstreamProxyConnector`.
+        var connector: (any UpstreamConnectAttempt)?
         var timer: LoopTimer?
         /// The session asked not to read this upstream (its client is not taking the bytes).
         var readsPausedBySession = false
@@ -47,6 +48,10 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
     private var lanes: [Int32: Lane] = [:]
     private var laneOfConnection: [ObjectIdentifier: Int32] = [:]
     private let resolver: Resolver
+    /// Every upstream connection goes through this proxy when set (`--upstream-proxy`).
+    private let upstreamProxy: UpstreamProxy?
+    /// Resolves the upstream proxy's own name: the unscreened resolver (the proxy may be on this machine).
+    private let proxyResolver: Resolver
     private let connectTimeout: Duration
     private let log: ProxyLogSink
     private let pool: UpstreamPool
@@ -62,12 +67,15 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
 
     init(
         client: TCPConnection, services: ProxyServices, connectionNumber: Int, resolver: Resolver,
-        connectTimeout: Duration, log: ProxyLogSink, pool: UpstreamPool, onFinished: @escaping @Sendable () -> Void
+        upstreamProxy: UpstreamProxy? = nil, proxyResolver: Resolver? = nil, connectTimeout: Duration,
+        log: ProxyLogSink, pool: UpstreamPool, onFinished: @escaping @Sendable () -> Void
     ) {
         self.loop = client.loop
         self.pool = pool
         self.client = client
         self.resolver = resolver
+        self.upstreamProxy = upstreamProxy
+        self.proxyResolver = proxyResolver ?? resolver
         self.connectTimeout = connectTimeout
         self.log = log
         self.onFinished = onFinished
@@ -265,26 +273,42 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
             }
             return
         }
+        if let upstreamProxy {
+            lane.connector = UpstreamProxyConnector.connect(
+                host: host, port: port, through: upstreamProxy, on: loop, resolver: proxyResolver,
+                timeout: connectTimeout
+            ) { [self] result in
+                upstreamConnected(lane: id, result.map { ($0.connection, $0.remaining) })
+            }
+            return
+        }
         lane.connector = TCPConnector.connect(
             host: host, port: UInt16(clamping: port), on: loop, resolver: resolver, timeout: connectTimeout
         ) { [self] result in
-            guard let lane = lanes[id] else {
-                if case .success(let connection) = result { connection.close() }
+            upstreamConnected(lane: id, result.map { ($0, []) })
+        }
+    }
+
+    /// A lane's connect attempt ended: the connection is attached (and `remaining`, the origin's bytes that
+    /// came with an upstream proxy's answer, delivered after `upstreamConnected`), or the failure is reported.
+    private func upstreamConnected(lane id: Int32, _ result: Result<(TCPConnection, [UInt8]), ConnectError>) {
+        guard let lane = lanes[id] else {
+            if case .success(let (connection, _)) = result { connection.close() }
+            return
+        }
+        lane.connector = nil
+        switch result {
+        case .success(let (connection, remaining)):
+            guard !finished else {
+                connection.close()
                 return
             }
-            lane.connector = nil
-            switch result {
-            case .success(let connection):
-                guard !finished else {
-                    connection.close()
-                    return
-                }
-                attach(connection, to: lane)
-                connection.start()
-                run(lane: id, .upstreamConnected)
-            case .failure(let error):
-                run(lane: id, .upstreamConnectFailed(error.urlErrorCode, detail: error.description))
-            }
+            attach(connection, to: lane)
+            connection.start()
+            run(lane: id, .upstreamConnected)
+            if !remaining.isEmpty { run(lane: id, .upstreamBytes(remaining)) }
+        case .failure(let error):
+            run(lane: id, .upstreamConnectFailed(error.urlErrorCode, detail: error.description))
         }
     }
 

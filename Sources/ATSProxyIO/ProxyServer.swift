@@ -19,6 +19,8 @@ public final class ProxyServer: Sendable {
         /// How long an idle upstream connection (HTTP/1.1 parked, or an HTTP/2 link without streams) is
         /// kept for reuse; zero closes them as soon as no client uses them.
         public var upstreamIdleTimeout: Duration = .seconds(30)
+        /// Every upstream connection goes through this HTTP proxy (`CONNECT` tunnels) when set.
+        public var upstreamProxy: UpstreamProxy?
         /// When memory is handed back after a burst of closed connections (`MemoryTrimmer`).
         var memoryTrim = MemoryTrimmer.Policy()
 
@@ -104,6 +106,7 @@ public final class ProxyServer: Sendable {
         let driver = ProxyConnectionDriver(
             client: connection, services: services, connectionNumber: number,
             resolver: onThisMachine ? resolver : remoteResolver,
+            upstreamProxy: configuration.upstreamProxy, proxyResolver: resolver,
             connectTimeout: configuration.connectTimeout, log: log, pool: pools[connection.loop.index],
             onFinished: { [self, loop = connection.loop] in
                 state.withLock { $0.live -= 1 }

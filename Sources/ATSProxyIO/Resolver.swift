@@ -125,6 +125,9 @@ public enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
     case unreachable
     /// Any other socket failure. → -1004
     case other(IOError)
+    /// The upstream proxy could not be reached or did not open the tunnel (`UpstreamProxyConnector`);
+    /// the detail starts with `UpstreamProxy.detailPrefix` and never holds a secret.
+    case upstreamProxy(NSURLErrorCode, detail: String)
 
     /// The NSURLError code CFNetwork reports for this failure.
     public var urlErrorCode: NSURLErrorCode {
@@ -133,6 +136,7 @@ public enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
         case .refused, .unreachable, .other: return .cannotConnectToHost
         case .timedOut: return .timedOut
         case .reset: return .networkConnectionLost
+        case .upstreamProxy(let code, _): return code
         }
     }
 
@@ -155,6 +159,7 @@ public enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
         case .reset: return "connection reset"
         case .unreachable: return "network unreachable"
         case .other(let error): return error.description
+        case .upstreamProxy(_, let detail): return detail
         }
     }
 }

@@ -74,6 +74,13 @@ struct ProxyOptions: ParsableArguments {
 
     @Option(
         name: .long,
+        help:
+            "Go out through this HTTP proxy: http://[user:pass@]host:port. Every upstream connection is a CONNECT tunnel through it; ATS judges the origin's TLS inside. Credentials may instead come from ATS_PROXY_UPSTREAM_PROXY_AUTH=user:pass."
+    )
+    var upstreamProxy: UpstreamProxy?
+
+    @Option(
+        name: .long,
         help: "HTTP/2 in ALPN: on (clients and origins, default), client, upstream or off (HTTP/1.1 only).")
     var http2 = "on"
 
@@ -251,6 +258,7 @@ struct ProxyOptions: ParsableArguments {
         configuration.maxConnections = maxConnections
         configuration.connectTimeout = .milliseconds(Int(connectTimeout * 1000))
         configuration.upstreamIdleTimeout = .milliseconds(Int(upstreamIdleTimeout * 1000))
+        configuration.upstreamProxy = try upstreamProxyWithCredentials(ProcessInfo.processInfo.environment)
         if !allowClients.isEmpty {
             guard let list = ClientAllowList(parsing: allowClients) else {
                 throw CLIError.usage("--allow-client needs CIDR blocks such as 192.168.0.0/16")
@@ -272,6 +280,22 @@ struct ProxyOptions: ParsableArguments {
             authority: authority,
             loaded: loaded, snapshot: snapshot, stats: stats, report: sessionReport, reportDirectory: report,
             observation: observation)
+    }
+
+    /// The environment variable with `user:password` for an upstream proxy whose URL carries none.
+    static let upstreamProxyAuthVariable = "ATS_PROXY_UPSTREAM_PROXY_AUTH"
+
+    /// `--upstream-proxy` with credentials from `ATS_PROXY_UPSTREAM_PROXY_AUTH` when its URL has none
+    /// (the URL's own win); nil without the option. A malformed variable is a usage error naming it.
+    func upstreamProxyWithCredentials(_ environment: [String: String]) throws -> UpstreamProxy? {
+        guard var proxy = upstreamProxy else { return nil }
+        if proxy.credentials == nil, let text = environment[Self.upstreamProxyAuthVariable], !text.isEmpty {
+            guard let credentials = UpstreamProxy.Credentials(colonSeparated: text) else {
+                throw CLIError.usage("\(Self.upstreamProxyAuthVariable) must be user:password")
+            }
+            proxy.credentials = credentials
+        }
+        return proxy
     }
 
     func makeSnapshot(_ loaded: LoadedInfoPlist) throws -> PolicyStore.Snapshot {
@@ -437,6 +461,13 @@ struct ProxyOptions: ParsableArguments {
 }
 
 extension EnforcementMode: ExpressibleByArgument {}
+extension UpstreamProxy: ExpressibleByArgument {
+    /// Parses `--upstream-proxy` (`UpstreamProxy.init(parsing:)`).
+    public init?(argument: String) {
+        guard let parsed = try? UpstreamProxy(parsing: argument) else { return nil }
+        self = parsed
+    }
+}
 extension EventLoopBackend: ExpressibleByArgument {}
 extension CleartextHandling: ExpressibleByArgument {}
 extension ProxyLogSink.Format: ExpressibleByArgument {}

@@ -80,6 +80,7 @@ struct SettingsKey: Sendable {
         .init("ignore-hosts", .proxy, \.ignoreHosts),
         .init("allow-hosts", .proxy, \.allowHosts),
         .init("ignore-background", .proxy, \.ignoreBackground),
+        .init("upstream-proxy", .proxy, \.upstreamProxy),
         .init("http2", .proxy, \.http2),
         .init("diagnostics", .proxy, \.diagnostics),
         .init("log-format", .proxy, \.logFormat),

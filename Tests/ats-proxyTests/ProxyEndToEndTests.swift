@@ -20,7 +20,7 @@ struct ProxyStack {
     ///   - outerATS: more NSAppTransportSecurity keys (e.g. NSPinnedDomains).
     ///   - extraOrigins: origins the test starts (with this stack's directory and PKI), by host.
     init(
-        extraATS: String = "", outerATS: String = "", arguments: [String] = [],
+        extraATS: String = "", outerATS: String = "", arguments: [String] = [], environment: [String: String] = [:],
         extraOrigins: (TemporaryDirectory, TestPKI) throws -> [(host: String, origin: Origin)] = { _, _ in [] }
     ) throws {
         directory = try TemporaryDirectory("stack")
@@ -38,7 +38,8 @@ struct ProxyStack {
             resolve: [
                 ("api.example.test", tlsOrigin.port), ("legacy.example.test", plainOrigin.port),
                 ("plain.example.test", plainOrigin.port), ("plain.example.test", tlsOrigin.port),
-            ] + added.map { ($0.host, $0.origin.port) }, upstreamCAs: [pki.caPath], arguments: arguments)
+            ] + added.map { ($0.host, $0.origin.port) }, upstreamCAs: [pki.caPath], arguments: arguments,
+            environment: environment)
     }
 
     func url(_ host: String, _ path: String = "/hello", scheme: String = "https") -> String {

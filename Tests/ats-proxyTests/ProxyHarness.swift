@@ -113,14 +113,18 @@ final class Child: @unchecked Sendable {
     let stdoutPath: String
     let stderrPath: String
 
-    init(executable: String, arguments: [String], directory: TemporaryDirectory, label: String = "child") throws {
+    /// `environment` is added to `E2E.environment`.
+    init(
+        executable: String, arguments: [String], directory: TemporaryDirectory, label: String = "child",
+        environment: [String: String] = [:]
+    ) throws {
         stdoutPath = directory.file("\(label)-\(UUID().uuidString.prefix(6)).out")
         stderrPath = directory.file("\(label)-\(UUID().uuidString.prefix(6)).err")
         _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.environment = E2E.environment
+        process.environment = E2E.environment.merging(environment) { _, added in added }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
@@ -213,7 +217,7 @@ final class ProxyProcess: @unchecked Sendable {
     ///   - logToFile: log to `--log-file` (true) or leave the log on stderr.
     init(
         plist: String, resolve: [(String, Int)] = [], upstreamCAs: [String] = [], arguments extra: [String] = [],
-        logToFile: Bool = true, port fixedPort: Int? = nil
+        logToFile: Bool = true, port fixedPort: Int? = nil, environment: [String: String] = [:]
     ) throws {
         directory = try TemporaryDirectory("proxy")
         configPath = try directory.write("Info.plist", plist)
@@ -231,7 +235,8 @@ final class ProxyProcess: @unchecked Sendable {
             if logToFile { arguments += ["--log-file", logPath] }
             arguments += extra
             let child = try Child(
-                executable: CLITests.binary.path, arguments: arguments, directory: directory, label: "proxy")
+                executable: CLITests.binary.path, arguments: arguments, directory: directory, label: "proxy",
+                environment: environment)
             let started = E2E.poll(timeout: 15) { () -> Bool? in
                 if !child.process.isRunning { return false }
                 return child.stderrText.contains("listening on") ? true : nil

@@ -44,7 +44,9 @@ extension ProxySession {
         let transport: TransportFailure
         switch code {
         case .cannotFindHost: transport = .nameNotResolved(key.host)
-        case .cannotConnectToHost: transport = .refused
+        case .cannotConnectToHost:
+            // An upstream proxy's refusal keeps its own words (its status, or that it wants credentials).
+            transport = detail.hasPrefix(UpstreamProxy.detailPrefix) ? .other(detail) : .refused
         case .timedOut: transport = .timedOut
         case .networkConnectionLost: transport = .reset
         case .badServerResponse, .appTransportSecurityRequiresSecureConnection, .secureConnectionFailed,
