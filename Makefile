@@ -28,3 +28,16 @@ format:
 
 lint-format:
 	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
+
+# Fuzzing and sanitizers (README, "Fuzzing and sanitizers"); CI runs all three after `make test`.
+.PHONY: fuzz sanitize-address sanitize-thread
+FUZZ_SECONDS ?= 60
+
+fuzz:
+	@scripts/fuzz all $(FUZZ_SECONDS)
+
+sanitize-address:
+	@scripts/sanitize address
+
+sanitize-thread:
+	@scripts/sanitize thread

@@ -113,3 +113,20 @@ let package = Package(
             name: "ats-proxy-urlsession-client", dependencies: ["ATSProxyTesting"], path: "Tests/URLSessionClient"),
     ]
 )
+
+/// libFuzzer targets (see Fuzzing/README.md): declared only when `scripts/fuzz` builds them (ATS_PROXY_FUZZ=1,
+/// its own scratch path), so `swift build` and `swift test` never see them. Each is an executable whose entry
+/// point is `LLVMFuzzerTestOneInput`; libFuzzer supplies `main`.
+if Context.environment["ATS_PROXY_FUZZ"] == "1" {
+    package.targets.append(.target(name: "CLibFuzzer", path: "Fuzzing/CLibFuzzer"))
+    package.targets.append(
+        .target(
+            name: "FuzzSupport", dependencies: ["CLibFuzzer", "ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSHTTP2"],
+            path: "Fuzzing/Support"))
+    for name in ["http1-request", "http1-response", "request-target", "info-plist", "http2-frontend", "tls-hello"] {
+        package.targets.append(
+            .executableTarget(
+                name: "fuzz-\(name)", dependencies: ["FuzzSupport", "ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSHTTP2"],
+                path: "Fuzzing/Targets/\(name)"))
+    }
+}

@@ -1344,3 +1344,27 @@ extension HTTP2FrontendTests {
         #expect(second.allSatisfy { harness.stream($0).text == "again" })
     }
 }
+
+// MARK: - Found by fuzzing (Fuzzing/Targets/http2-frontend)
+
+extension HTTP2FrontendTests {
+    /// nghttp2 accepts bytes above 0x7F in `:path`; written as they are on the lane's HTTP/1.1 request line they made
+    /// a request-target no HTTP/1.1 parser accepts (ours answered 400 invalid request target). Such a request is
+    /// malformed: its stream is reset with PROTOCOL_ERROR, nothing reaches an upstream, and the connection goes on.
+    @Test(arguments: ["/caf\u{E9}", "/u\u{10FF82}", "/a#fragment"])
+    func aPathThatIsNoHTTP1TargetIsResetAndNothingGoesUpstream(path: String) throws {
+        let harness = try Harness(client: nil)
+        let authority: [UInt8] = [0x41] + RawH2.hpackString(Self.host)
+        // :method GET, :scheme https, :path as a literal with the indexed name :path, :authority.
+        let block: [UInt8] = [0x82, 0x87, 0x04] + RawH2.hpackString(path) + authority
+        harness.rawToProxy = RawH2.clientStart + RawH2.headers(stream: 1, block: block)
+        let commands = harness.flushClient()
+        #expect(RawH2.resets(in: harness.rawFromProxy) == [RawH2.RawReset(stream: 1, code: 0x1)])
+        #expect(!Self.touchesALane(commands))
+        #expect(Self.records(commands).isEmpty)
+
+        harness.rawToProxy = RawH2.headers(stream: 3, block: [0x82, 0x87, 0x84] + authority)
+        let next = harness.flushClient()
+        #expect(Self.connects(next).map(\.lane) == [1])
+    }
+}

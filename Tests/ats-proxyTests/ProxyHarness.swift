@@ -16,11 +16,15 @@ enum E2E {
 
     static func fixture(_ name: String) -> String { fixtures.appendingPathComponent(name).path }
 
-    /// A clean environment for children: no proxy variables leaking in from the machine.
+    /// A clean environment for children: no proxy variables leaking in from the machine. The sanitizer options pass
+    /// through, so that a sanitized `ats-proxy` child reports where `scripts/sanitize` looks (its `log_path`).
     static let environment: [String: String] = {
         var environment: [String: String] = [:]
         let inherited = ProcessInfo.processInfo.environment
         for key in ["PATH", "HOME", "LANG", "TMPDIR"] { environment[key] = inherited[key] }
+        for key in ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "SWIFT_BACKTRACE"] {
+            environment[key] = inherited[key]
+        }
         environment["PATH"] = environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         environment["PYTHONDONTWRITEBYTECODE"] = "1"
         return environment

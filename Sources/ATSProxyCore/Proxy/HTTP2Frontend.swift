@@ -270,7 +270,15 @@ final class HTTP2Frontend {
             framing = .chunked
             stream.chunkedRequest = true
         }
-        let target: HTTP1RequestTarget = head.path == "*" ? .asterisk : .origin(head.path)
+        // The path goes on an HTTP/1.1 request line, where it must be an origin-form target (or `*` for OPTIONS).
+        // nghttp2 lets bytes above 0x7F through in :path; such a request is malformed (RFC 9113 §8.1.1, §8.3.1).
+        guard let target = try? HTTP1RequestTarget.parse(Array(head.path.utf8)[...], method: head.method),
+            Self.isOriginOrAsterisk(target)
+        else {
+            requestCount -= 1
+            try? session.resetStream(stream: id, error: .protocolError)
+            return
+        }
         let h1 = HTTP1RequestHead(method: head.method, target: target, version: .http11, headers: headers)
         stream.responseParser.requestSent(method: head.method)
         let lane = takeLane()
@@ -335,6 +343,14 @@ final class HTTP2Frontend {
             idleLanes.append(lane)
         } else {
             closeLane(lane)
+        }
+    }
+
+    /// Whether `target` can carry an HTTP/2 `:path` on an HTTP/1.1 request line: origin-form or asterisk-form.
+    private static func isOriginOrAsterisk(_ target: HTTP1RequestTarget) -> Bool {
+        switch target {
+        case .origin, .asterisk: true
+        case .absolute, .authority: false
         }
     }
 
