@@ -1,6 +1,5 @@
 import ATSProxyCore
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -11,7 +10,7 @@ import Synchronization
 /// Where finished requests are written: CFNetwork-style text or JSON lines, to stderr or a file.
 ///
 /// Cost model (the default `--diagnostics 1` runs this for every request): a record is formatted
-/// on the thread that logs it (an event loop) and appended to one in-memory batch under a mutex;
+/// on the thread that logs it (an event loop) and appended to one in-memory batch under a lock;
 /// no thread is woken and no system call is made per record. The batch goes to the output in one
 /// `write(2)` on a private writer queue, `flushInterval` after its first line, or at once when it
 /// passes `flushThreshold` bytes. `flush()` writes everything logged so far and waits: the run and
@@ -22,7 +21,7 @@ import Synchronization
 /// Order: lines of one thread keep their order; lines of different loops interleave by record,
 /// never within one. Notes (banner, reload) take the same batch and are flushed at once.
 ///
-/// Thread-safe: `log` and `note` may be called from any thread (the batch is behind a `Mutex`);
+/// Thread-safe: `log` and `note` may be called from any thread (the batch is behind a lock);
 /// writes and the status line run on the writer queue only. That is the invariant behind
 /// `@unchecked Sendable`.
 public final class ProxyLogSink: @unchecked Sendable {
@@ -49,7 +48,12 @@ public final class ProxyLogSink: @unchecked Sendable {
     }
 
     private let queue = DispatchQueue(label: "ats-proxy.log")
-    private let batch: Mutex<Batch>
+    /// Guards `batchState`. An `NSLock` (a pthread mutex) rather than `Synchronization.Mutex`: the two cost the
+    /// same uncontended, and ThreadSanitizer understands a pthread mutex (it reported the futex-based `Mutex` as a
+    /// race in the concurrent-logger test).
+    private let lock = NSLock()
+    /// What waits to be written (under `lock` only).
+    private var batchState: Batch
     /// A formatter copy for the stateless paths (level 1 text, JSON), used outside the lock.
     private let statelessFormatter: DiagnosticsFormatter
     private let format: Format
@@ -80,7 +84,7 @@ public final class ProxyLogSink: @unchecked Sendable {
         self.format = format
         let formatter = DiagnosticsFormatter(level: level, allowSecrets: allowSecrets)
         self.statelessFormatter = formatter
-        self.batch = Mutex(Batch(formatter: formatter))
+        self.batchState = Batch(formatter: formatter)
         self.writesRecords = format == .json || level > .off
         self.formatsUnderLock = format == .text && level >= .blocks
         self.observer = observer
@@ -181,17 +185,24 @@ public final class ProxyLogSink: @unchecked Sendable {
             line = Array(data)
             line.append(UInt8(ascii: "\n"))
         }
-        batch.withLock { $0.bytes.append(contentsOf: line) }
+        withBatch { $0.bytes.append(contentsOf: line) }
         queue.async { [self] in writeBatch() }
     }
 
     /// Writes everything logged so far and waits until it is written.
     public func flush() { queue.sync { writeBatch() } }
 
+    /// Runs `body` on the batch under the lock.
+    private func withBatch<Result>(_ body: (inout Batch) -> Result) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&batchState)
+    }
+
     /// Appends under the lock, then schedules the write the batch needs (outside the lock).
     private func append(_ add: (inout Batch) -> Void) {
         enum Schedule { case none, later, now }
-        let schedule: Schedule = batch.withLock { batch in
+        let schedule: Schedule = withBatch { batch in
             add(&batch)
             if batch.bytes.count >= Self.flushThreshold {
                 batch.writeScheduled = true
@@ -213,7 +224,7 @@ public final class ProxyLogSink: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         var pending = spare
         pending.removeAll(keepingCapacity: true)
-        batch.withLock { batch in
+        withBatch { batch in
             swap(&batch.bytes, &pending)
             batch.writeScheduled = false
         }

@@ -147,13 +147,20 @@ enum HTTP2FrontendFuzz {
                 if script.control & 0x08 != 0 && lane == 2 {
                     pending.append((lane, .upstreamConnectFailed(.cannotConnectToHost, detail: "fuzz")))
                 } else if let reuse {
-                    let lease = UpstreamLease(key: reuse, tls: nil, facts: [:], protocolName: "h2", shareable: true)
+                    // A parked cleartext HTTP/1.1 connection: the lane writes its request as text, which the scripted
+                    // origin parses (invariant 2). Lanes on HTTP/2 channels send parts instead (below).
+                    let lease = UpstreamLease(
+                        key: reuse, tls: nil, facts: [:], protocolName: "http/1.1", shareable: true)
                     pending.append((lane, .upstreamReused(lease)))
                 } else {
                     pending.append((lane, .upstreamConnected))
                 }
             case .writeToUpstream(let bytes):
                 originReceives(lane, bytes)
+            case .sendToUpstreamChannel:
+                FuzzCheck.fail("lane \(lane) sent request parts without an HTTP/2 channel")
+            case .respond:
+                FuzzCheck.fail("lane \(lane)'s response parts escaped the frontend")
             case .closeUpstream, .releaseUpstream, .promoteUpstream:
                 origins[lane] = nil
             case .closeClient:
