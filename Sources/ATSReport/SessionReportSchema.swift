@@ -61,7 +61,7 @@ public enum SessionReportSchema {
             "totals": {
               "type": "object", "additionalProperties": false,
               "required": ["requests", "allowed", "blocked", "failed", "reported", "hosts", "violations",
-                           "clientUntrustedCA"],
+                           "ignoredConnections", "ignoredHosts", "clientUntrustedCA"],
               "properties": {
                 "requests": { "$ref": "#/$defs/count" }, "allowed": { "$ref": "#/$defs/count" },
                 "blocked": { "$ref": "#/$defs/count" }, "failed": { "$ref": "#/$defs/count" },
@@ -156,7 +156,9 @@ public enum SessionReportSchema {
                     "type": "object", "additionalProperties": false,
                     "required": ["result", "kind", "count", "rule", "exampleURL"],
                     "properties": {
-                      "result": { "enum": ["completed", "blocked-cleartext", "failed", "reported"] },
+                      "result": {
+                        "enum": ["completed", "blocked-cleartext", "failed", "reported", "client-untrusted-ca"]
+                      },
                       "code": { "type": "string", "pattern": "^-?\\d+( \\[-?\\d+:-?\\d+\\])?$" },
                       "kind": { "$ref": "#/$defs/status" },
                       "count": { "type": "integer", "minimum": 1 },

@@ -140,6 +140,8 @@ struct ExecCommand: ParsableCommand {
         launched.server.stopAccepting()
         let deadline = Date().addingTimeInterval(2)
         while launched.server.liveConnections > 0 && Date() < deadline { usleep(20_000) }
+        // Whatever is still open is cut and recorded (one record per exchange), as `run` does at its stop.
+        launched.server.closeRemaining()
         launched.log.flush()
         launched.writeReport()
         try? FileManager.default.removeItem(atPath: bundle)

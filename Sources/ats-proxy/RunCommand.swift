@@ -427,10 +427,19 @@ struct ProxyOptions: ParsableArguments {
                 var lines = SessionStats.summaryLines(
                     stats, reportDirectory: launched.reportDirectory,
                     ignored: launched.services.settings.hostFilter.ignored)
-                let failing = failOnViolations && stats.violations > 0
-                if failing { lines.append("ats-proxy: exiting 3: ATS violations were seen (--fail-on-violations)") }
+                // As for exec: a client that refused the proxy CA (4) makes the verdicts untrustworthy, and wins
+                // over violations (3).
+                var status: Int32 = 0
+                if failOnViolations && stats.clientUntrustedCA > 0 {
+                    status = 4
+                    lines.append(
+                        "ats-proxy: exiting 4: \(SessionStats.clientUntrustedCALine) (--fail-on-violations)")
+                } else if failOnViolations && stats.violations > 0 {
+                    status = 3
+                    lines.append("ats-proxy: exiting 3: ATS violations were seen (--fail-on-violations)")
+                }
                 FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
-                Foundation.exit(failing ? 3 : 0)
+                Foundation.exit(status)
             })
         let reloadPolicy = policy
         watcher.watch(SIGINT) {
@@ -538,8 +547,8 @@ struct RunCommand: ParsableCommand {
               curl -x http://127.0.0.1:8080 --cacert CA.pem https://example.com/
 
             At exit (SIGINT/SIGTERM) it prints a summary: requests, hosts, violations by rule and \
-            where the report is. Exit status: 0; 3 with --fail-on-violations when ATS violations were \
-            seen; 2 on bad options, settings or configuration.
+            where the report is. Exit status: 0; with --fail-on-violations 3 when ATS violations were \
+            seen, 4 when a client refused the proxy CA; 2 on bad options, settings or configuration.
             """)
 
     @OptionGroup var options: ProxyOptions

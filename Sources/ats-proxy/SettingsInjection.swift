@@ -41,7 +41,7 @@ enum SettingsInjection {
         case "run", "exec": return (1, every)
         case "explain", "lint", "diagnose": return (1, [.policy])
         case "ca":
-            let subcommands = ["init", "show", "export", "simulator-command"]
+            let subcommands = ["init", "show", "export", "simulator-command", "install", "uninstall"]
             guard arguments.count > 1, subcommands.contains(arguments[1]) else { return nil }
             return (2, [.ca])
         case "settings":

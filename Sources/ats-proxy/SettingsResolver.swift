@@ -124,6 +124,10 @@ struct SettingsResolver {
     /// The textual values of `key` from its environment variable, checked; nil when unset.
     private func environmentValues(_ key: SettingsKey, provider: EnvironmentVariablesProvider) throws -> [String]? {
         guard environment[key.environmentName] != nil else { return nil }
+        // `ats-proxy exec` exports ATS_PROXY_CA_CERT (the running proxy's CA certificate, for ATSProxyTesting) to
+        // its command. Read alone it would mean `--ca-cert` without `--ca-key` for an ats-proxy that command starts,
+        // so it counts as a setting only beside ATS_PROXY_CA_KEY.
+        if key.name == "ca-cert" && environment["ATS_PROXY_CA_KEY"] == nil { return nil }
         let problem = "environment variable \(key.environmentName) must be \(key.expected)"
         let content: ConfigContent?
         do {

@@ -108,6 +108,24 @@ import Testing
         return (directory, directory.file("ats-proxy-ca.pem"))
     }
 
+    /// `ca install` takes its CA directory from the settings file like `run` does: the simulator trusts the CA the
+    /// proxy will use.
+    @Test func caInstallReadsTheSettingsFile() throws {
+        let fakes = try FakeToolsHarness(state: [
+            "simulators": [["udid": "A1", "name": "iPhone 16", "state": "Booted"]]
+        ])
+        let (directory, certificate) = try Self.caDirectory(fakes)
+        let settings = fakes.directory.file("team-settings.yaml")
+        try Data("ca-dir: \(directory.path)\n".utf8).write(to: URL(fileURLWithPath: settings))
+        let installed = try fakes.run(
+            ["ca", "install", "--simulator", "booted"], extra: ["ATS_PROXY_SETTINGS": settings])
+        #expect(installed.status == 0, "\(installed.stderr)")
+        #expect(
+            fakes.calls().filter { $0.contains("add-root-cert") } == [
+                ["xcrun", "simctl", "keychain", "booted", "add-root-cert", certificate]
+            ])
+    }
+
     @Test func caInstallSimulatorRunsSimctlAndReportsNoBootedSimulator() throws {
         let fakes = try FakeToolsHarness(state: [
             "simulators": [
