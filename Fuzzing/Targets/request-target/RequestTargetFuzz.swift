@@ -61,8 +61,9 @@ enum RequestTargetFuzz {
         case .authority(let authority):
             FuzzCheck.require(method == "CONNECT" && authority.port != nil, "authority-form for \(method)")
             checkAuthority(authority)
-            // As `ProxySession.connect` builds the tunnel's URL.
-            let host = authority.host.lowercased()
+            // As `ProxySession.connect` builds the tunnel's URL: numeric spellings (0177.0.0.1, 2130706433) are
+            // routed and judged in their canonical form.
+            let host = RequestTarget.canonicalHost(authority.host)
             let port = authority.port ?? 443
             let url = "https://\(RequestTarget.uriHost(host))\(port == 443 ? "" : ":\(port)")/"
             if let policy = try? RequestTarget(parsing: url) {
@@ -78,8 +79,9 @@ enum RequestTargetFuzz {
             let url = "\(scheme.lowercased())://\(authority)\(path)"
             if let policy = try? RequestTarget(parsing: url) {
                 let port = authority.port ?? policy.scheme.defaultPort
+                // The upstream connection goes to the parsed (canonical) host, which is what is judged.
                 FuzzCheck.require(
-                    policy.host == authority.host.lowercased() && policy.port == port,
+                    policy.host == RequestTarget.canonicalHost(authority.host) && policy.port == port,
                     "\(target) is sent to \(authority) (Host) but judged as \(policy.host):\(policy.port)")
             }
         }
