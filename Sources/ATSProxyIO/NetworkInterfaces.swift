@@ -11,6 +11,18 @@ import Foundation
 public enum NetworkInterfaces {
     /// Non-loopback IPv4 addresses of interfaces that are up (LAN candidates), in interface order.
     public static func lanIPv4Addresses() -> [IPAddress] {
+        addresses { flags, ip in flags & Int32(IFF_LOOPBACK) == 0 && ip.family == .v4 }
+    }
+
+    /// Every address of every interface that is up, IPv4 and IPv6 (loopback and link-local included): the
+    /// addresses at which a connection reaches this machine.
+    public static func allAddresses() -> [IPAddress] {
+        addresses { _, _ in true }
+    }
+
+    /// The distinct IPv4 and IPv6 addresses of interfaces that are up and that `keep` accepts (given the
+    /// interface's flags), in interface order: one walk of `getifaddrs` for both questions above.
+    private static func addresses(where keep: (Int32, IPAddress) -> Bool) -> [IPAddress] {
         var list: UnsafeMutablePointer<ifaddrs>?
         guard getifaddrs(&list) == 0, let first = list else { return [] }
         defer { freeifaddrs(list) }
@@ -19,33 +31,7 @@ public enum NetworkInterfaces {
         while let entry = cursor {
             defer { cursor = entry.pointee.ifa_next }
             let flags = Int32(entry.pointee.ifa_flags)
-            guard flags & Int32(IFF_UP) != 0, flags & Int32(IFF_LOOPBACK) == 0, let address = entry.pointee.ifa_addr,
-                address.pointee.sa_family == sa_family_t(AF_INET)
-            else { continue }
-            let ip = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer -> IPAddress in
-                let value = UInt32(bigEndian: pointer.pointee.sin_addr.s_addr)
-                return IPAddress(bytes: [
-                    UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff),
-                ])
-            }
-            if !result.contains(ip) { result.append(ip) }
-        }
-        return result
-    }
-
-    /// Every address of every interface that is up, IPv4 and IPv6 (loopback and link-local included): the
-    /// addresses at which a connection reaches this machine.
-    public static func allAddresses() -> [IPAddress] {
-        var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0, let first = list else { return [] }
-        defer { freeifaddrs(list) }
-        var result: [IPAddress] = []
-        var cursor: UnsafeMutablePointer<ifaddrs>? = first
-        while let entry = cursor {
-            defer { cursor = entry.pointee.ifa_next }
-            guard Int32(entry.pointee.ifa_flags) & Int32(IFF_UP) != 0, let address = entry.pointee.ifa_addr else {
-                continue
-            }
+            guard flags & Int32(IFF_UP) != 0, let address = entry.pointee.ifa_addr else { continue }
             var ip: IPAddress?
             switch Int32(address.pointee.sa_family) {
             case AF_INET:
@@ -59,7 +45,7 @@ public enum NetworkInterfaces {
             default:
                 ip = nil
             }
-            if let ip, !result.contains(ip) { result.append(ip) }
+            if let ip, keep(flags, ip), !result.contains(ip) { result.append(ip) }
         }
         return result
     }
