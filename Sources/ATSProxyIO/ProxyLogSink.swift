@@ -38,10 +38,21 @@ public final class ProxyLogSink: @unchecked Sendable {
     /// A batch this large is written at once instead of waiting for `flushInterval`.
     public static let flushThreshold = 64 * 1024
 
+    /// Which write of the batch is on its way to the writer queue.
+    private enum ScheduledWrite {
+        /// None: the next line schedules one `batchDelay` later.
+        case none
+        /// A write after `batchDelay`; a batch passing `flushThreshold` still asks for one at once.
+        case later
+        /// A write at once (the batch passed `flushThreshold`); no further one is asked for until it runs.
+        case now
+    }
+
     /// What waits to be written, and whether a write of it is already scheduled.
     private struct Batch {
         var bytes: [UInt8] = []
-        var writeScheduled = false
+        /// The write already on its way for these bytes, if any.
+        var scheduled: ScheduledWrite = .none
         /// The formatter, for the levels that number their blocks (`[L:N]`): formatting and appending
         /// under one lock keeps the numbers in output order. Level 1 and JSON format outside the lock.
         var formatter: DiagnosticsFormatter
@@ -71,16 +82,30 @@ public final class ProxyLogSink: @unchecked Sendable {
     private var spare: [UInt8] = []
     /// Batches written so far (writer queue only; tests read it through `writesSoFar`).
     private var batchesWritten = 0
+    /// How long a batch waits after its first line (`flushInterval` unless a test sets another).
+    private let batchDelay: DispatchTimeInterval
 
     /// How many batches have been written so far (waits for the writer queue): tests check that
     /// records are batched rather than written one by one.
     var writesSoFar: Int { queue.sync { batchesWritten } }
 
     /// - Parameter path: a file to append to (created 0644 when missing), or nil for standard error.
-    public init(
+    public convenience init(
         format: Format, level: DiagnosticsLevel, allowSecrets: Bool, path: String?,
         observer: (@Sendable (RequestRecord) -> Void)? = nil
     ) throws {
+        try self.init(
+            format: format, level: level, allowSecrets: allowSecrets, path: path, observer: observer,
+            batchDelay: Self.flushInterval)
+    }
+
+    /// As the public initializer, with the batch delay chosen by the caller: a test that counts writes sets a long
+    /// one, so that only the size threshold and `flush()` write, however slowly a sanitizer build formats.
+    init(
+        format: Format, level: DiagnosticsLevel, allowSecrets: Bool, path: String?,
+        observer: (@Sendable (RequestRecord) -> Void)?, batchDelay: DispatchTimeInterval
+    ) throws {
+        self.batchDelay = batchDelay
         self.format = format
         let formatter = DiagnosticsFormatter(level: level, allowSecrets: allowSecrets)
         self.statelessFormatter = formatter
@@ -201,20 +226,24 @@ public final class ProxyLogSink: @unchecked Sendable {
 
     /// Appends under the lock, then schedules the write the batch needs (outside the lock).
     private func append(_ add: (inout Batch) -> Void) {
-        enum Schedule { case none, later, now }
-        let schedule: Schedule = withBatch { batch in
+        let schedule: ScheduledWrite = withBatch { batch in
             add(&batch)
-            if batch.bytes.count >= Self.flushThreshold {
-                batch.writeScheduled = true
+            switch batch.scheduled {
+            case .now:
+                return .none
+            case .later:
+                guard batch.bytes.count >= Self.flushThreshold else { return .none }
+                batch.scheduled = .now
                 return .now
+            case .none:
+                guard !batch.bytes.isEmpty else { return .none }
+                batch.scheduled = batch.bytes.count >= Self.flushThreshold ? .now : .later
+                return batch.scheduled
             }
-            guard !batch.writeScheduled, !batch.bytes.isEmpty else { return .none }
-            batch.writeScheduled = true
-            return .later
         }
         switch schedule {
         case .none: break
-        case .later: queue.asyncAfter(deadline: .now() + Self.flushInterval) { [self] in writeBatch() }
+        case .later: queue.asyncAfter(deadline: .now() + batchDelay) { [self] in writeBatch() }
         case .now: queue.async { [self] in writeBatch() }
         }
     }
@@ -226,7 +255,7 @@ public final class ProxyLogSink: @unchecked Sendable {
         pending.removeAll(keepingCapacity: true)
         withBatch { batch in
             swap(&batch.bytes, &pending)
-            batch.writeScheduled = false
+            batch.scheduled = .none
         }
         guard !pending.isEmpty else {
             spare = pending
