@@ -63,6 +63,12 @@ public struct HTTP1BodyWriter: Sendable {
         }
     }
 
+    /// Whether `finish` ran: the body is over for this writer.
+    public var isFinished: Bool {
+        if case .finished = state { return true }
+        return false
+    }
+
     /// Ends the body: the last-chunk with `trailers` for chunked bodies (trailers are dropped for
     /// other framings, which cannot carry them), a length check for counted ones.
     public mutating func finish(trailers: HTTP1Headers = [:], into buffer: inout [UInt8]) throws(Failure) {

@@ -54,10 +54,9 @@ extension ProxySession {
         if passthrough {
             let exchange = Exchange(
                 number: requestCount + 1, start: now, method: "CONNECT", url: url, target: target, decision: decision,
-                source: source, requestHeaders: head.headers, kind: .probe, clientKeepAlive: false,
+                source: source, requestHeaders: head.headers, state: .probing, clientKeepAlive: false,
                 requestWriter: HTTP1BodyWriter(framing: .none),
                 rule: "passthrough tunnel (\(decision.requirements.pins != nil ? "pinned domain" : "--passthrough"))")
-            exchange.requestDone = true
             exchange.requirements = decision.requirements
             self.exchange = exchange
             phase = .passthroughProbe(host: host, port: port)
@@ -88,7 +87,7 @@ extension ProxySession {
         commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
         if let exchange {
             exchange.responseStatus = 200
-            exchange.responseDone = true
+            exchange.state.tunnelOpened()
             logExchange()
         }
         exchange = nil

@@ -7,7 +7,7 @@ extension ProxySession {
     // MARK: - Finishing
 
     mutating func finishIfComplete() {
-        guard let exchange, exchange.requestDone, exchange.responseDone else { return }
+        guard let exchange, exchange.state.isComplete else { return }
         logExchange()
         self.exchange = nil
         if !exchange.upstreamKeepAlive {
@@ -31,7 +31,7 @@ extension ProxySession {
         if case .h2 = phase, let h2 {
             apply(h2.clientGone(now: now))
         }
-        if let exchange, !exchange.responseDone {
+        if let exchange, !exchange.state.responseComplete {
             exchange.result = .failed
             exchange.rule = "the client closed the connection before the response was complete"
             logExchange()
@@ -45,7 +45,7 @@ extension ProxySession {
         if draining {
             // A second drain: the grace period is over, whatever is in flight ends now (and is recorded).
             if case .h2 = phase, let h2 { apply(h2.clientGone(now: now)) }
-            if let exchange, !exchange.recorded {
+            if let exchange, !exchange.state.isRecorded {
                 exchange.result = .failed
                 exchange.rule = "the proxy stopped (grace period over) before the exchange was complete"
             }
@@ -67,8 +67,8 @@ extension ProxySession {
     }
 
     mutating func logExchange() {
-        guard let exchange, !exchange.unrecorded, !exchange.recorded else { return }
-        exchange.recorded = true
+        guard let exchange, !exchange.unrecorded, !exchange.state.isRecorded else { return }
+        exchange.state.record()
         let redirectNote = ""
         let record = RequestRecord(
             time: exchange.start, clientAddress: clientAddress, taskID: taskIDPrefix + String(exchange.number),
@@ -104,7 +104,7 @@ extension ProxySession {
 
     mutating func close() {
         if case .closed = phase { return }
-        if let exchange, !exchange.recorded {
+        if let exchange, !exchange.state.isRecorded {
             // Cut before it ended on its own (timeout, shutdown, a client gone mid-request): still one record.
             switch exchange.result {
             case .completed, .reported:
@@ -169,7 +169,7 @@ extension ProxySession {
     /// The origin broke off mid-response (reset, garbage, or a close the framing does not allow): the
     /// request is logged as failed with -1005 and the client connection (or HTTP/2 stream) is ended.
     mutating func closeUpstreamAndClient() {
-        if let exchange, !exchange.responseDone {
+        if let exchange, !exchange.state.responseComplete {
             exchange.result = .failed
             exchange.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
             exchange.rule = "the connection to the origin was lost before the response was complete"
@@ -186,7 +186,7 @@ extension ProxySession {
         case .h2:
             clientGone()
         case .http:
-            if let exchange, exchange.requestDone, !exchange.responseDone {
+            if let exchange, exchange.state.requestComplete, !exchange.state.responseComplete {
                 self.exchange?.clientKeepAlive = false
                 return
             }

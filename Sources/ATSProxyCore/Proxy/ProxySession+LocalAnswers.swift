@@ -22,14 +22,13 @@ extension ProxySession {
             url: exchange.url, error: verdict.error ?? .secureConnectionFailed, streamDomain: verdict.streamDomain,
             streamCode: verdict.streamCode, rule: verdict.rule, explanation: verdict.reasons.joined(separator: "; "),
             fix: verdict.fix, consoleLines: exchange.consoleLines)
-        let wasProbe = exchange.kind == .probe
-        exchange.kind = .local
         pendingUpstream = []
         pendingParts = []
-        if wasProbe {
+        if case .probing = exchange.state {
+            // The CONNECT of a passthrough tunnel: answered, recorded and closed (nothing follows a failed probe).
             sendLocal(LocalResponse(response), keepAlive: false)
-            self.exchange?.responseStatus = response.status
-            self.exchange?.responseDone = true
+            exchange.responseStatus = response.status
+            exchange.state.answeredLocally()
             logExchange()
             close()
             return
@@ -55,7 +54,6 @@ extension ProxySession {
                 + CFNetworkConsole.errorText(
                     code: code, url: exchange.url, host: exchange.target.host, platform: platform, context: context)
         ]
-        exchange.kind = .local
         pendingUpstream = []
         pendingParts = []
         respondLocally(
@@ -67,17 +65,17 @@ extension ProxySession {
     /// Sends a locally generated response for the current exchange and finishes it.
     mutating func respondLocally(_ response: ATSErrorResponse) {
         guard let exchange else { return }
-        if exchange.responseStarted {
+        if exchange.state.responseStarted || !exchange.state.isForwarding {
+            // Too late for an answer of the proxy's own: the client has (part of) another one already.
             closeUpstreamAndClient()
             return
         }
-        if !exchange.requestDone && exchange.requestHasBody { exchange.clientKeepAlive = false }
-        exchange.responseStarted = true
+        if !exchange.state.requestComplete && exchange.requestHasBody { exchange.clientKeepAlive = false }
+        exchange.state.answeredLocally()
         exchange.responseStatus = response.status
         exchange.responseHeaders = HTTP1Headers(response.headers.map { HTTP1Field(name: $0.name, value: $0.value) })
         let local = LocalResponse(response)
         exchange.bytesToClient += local.body.count
-        exchange.responseDone = true
         exchange.upstreamKeepAlive = false
         sendLocal(local, keepAlive: exchange.clientKeepAlive, headOnly: exchange.method == "HEAD")
         finishIfComplete()
@@ -91,15 +89,7 @@ extension ProxySession {
             return
         }
         var bytes: [UInt8] = []
-        for part in parts {
-            switch part {
-            case .response(let head, _): HTTP1Serializer.writeResponseHead(head, into: &bytes)
-            case .body(let slice): bytes.append(contentsOf: slice)
-            case .messageEnd: break
-            case .request, .trailers, .upgraded, .failed:
-                preconditionFailure("sendLocal: \(part) is not part of a local response")
-            }
-        }
+        HTTP1ResponseEncoder.writeLocal(parts, into: &bytes)
         sendToClient(bytes)
     }
 

@@ -81,7 +81,8 @@ extension ProxySession {
         let decision = decide(target, source: source)
         let exchange = Exchange(
             number: requestCount, start: now, method: head.method, url: url, target: target, decision: decision,
-            source: source, requestHeaders: head.headers, kind: .forward, clientKeepAlive: clientKeepAlive,
+            source: source, requestHeaders: head.headers,
+            state: .forwarding(request: .receiving, response: .awaitingResponse), clientKeepAlive: clientKeepAlive,
             requestWriter: HTTP1BodyWriter(framing: framing), rule: decision.ruleSummary)
         exchange.requestFraming = framing
         exchange.isUpgradeRequest =
@@ -108,7 +109,6 @@ extension ProxySession {
             case (.enforce, .upgrade):
                 upgradeCleartext(exchange, head: head)
             case (.enforce, .block):
-                exchange.kind = .local
                 exchange.result = .blockedCleartext
                 exchange.errorCode = NSURLErrorCode.appTransportSecurityRequiresSecureConnection.rawValue
                 exchange.fix = decision.fix
@@ -176,7 +176,8 @@ extension ProxySession {
         let decision = decide(target, source: original.source)
         let exchange = Exchange(
             number: original.number, start: original.start, method: original.method, url: url, target: target,
-            decision: decision, source: original.source, requestHeaders: original.requestHeaders, kind: .forward,
+            decision: decision, source: original.source, requestHeaders: original.requestHeaders,
+            state: .forwarding(request: .receiving, response: .awaitingResponse),
             clientKeepAlive: original.clientKeepAlive, requestWriter: original.requestWriter,
             rule: "cleartext \(original.url) upgraded to https:// (--cleartext upgrade); \(decision.ruleSummary)")
         exchange.isUpgradeRequest = original.isUpgradeRequest
@@ -280,10 +281,10 @@ extension ProxySession {
         guard let exchange else { return }
         exchange.bytesFromClient += slice.count
         if services.settings.captureBodyLimit > 0 { exchange.bodies.request(slice, services.settings.captureBodyLimit) }
-        switch exchange.kind {
-        case .local, .probe:
-            break  // Answered locally or a probe: the body is counted and dropped.
-        case .forward:
+        switch exchange.state {
+        case .answeredLocally, .probing, .recorded:
+            break  // Answered locally, a probe, or over: the body is counted and dropped.
+        case .forwarding:
             exchange.requestBodyForwarded += slice.count
             if case .contentLength(let declared) = exchange.requestFraming, exchange.requestBodyForwarded > declared {
                 answerLocally(
@@ -302,21 +303,27 @@ extension ProxySession {
             resumeParserIfIdle()
             return
         }
-        if exchange.kind == .forward && !exchange.requestDone {
+        switch exchange.state {
+        case .probing:
+            // The CONNECT's own message end: the CONNECT is the probe's whole request.
+            return
+        case .forwarding(let request, _):
             // Trailers, when there are any, finish the body; the message end after them ends the request.
             if let trailers {
-                if !exchange.requestBodyFinished {
-                    exchange.requestBodyFinished = true
+                if request == .receiving {
+                    exchange.state.requestTrailersForwarded()
                     sendRequestPart(.trailers(trailers))
                 }
                 return
             }
-            exchange.requestBodyFinished = true
             sendRequestPart(.messageEnd)
-            guard self.exchange != nil else { return }
+            guard self.exchange === exchange else { return }
+        case .answeredLocally, .recorded:
+            // Answered by the proxy: the end of the dropped body (trailers change nothing).
+            if trailers != nil { return }
         }
-        if trailers != nil { return }
-        exchange.requestDone = true
+        guard !exchange.state.isRecorded else { return }
+        exchange.state.requestEnded()
         finishIfComplete()
     }
 }

@@ -28,9 +28,9 @@ extension ProxySession {
             sendToClient(bytes)
             return
         }
-        guard let exchange else { return }
-        if !exchange.responseBytesSeen { exchange.timings.firstByte = now }
-        exchange.responseBytesSeen = true
+        // Bytes for an exchange the proxy answered itself, or none, have no reader: the upstream is on its way out.
+        guard let exchange, exchange.state.isForwarding else { return }
+        exchange.responseBytesArrived(at: now)
         var events = takeEventList()
         exchange.responseParser.feed(bytes[...], into: &events)
         processResponse(events)
@@ -40,100 +40,57 @@ extension ProxySession {
     /// Response parts from the upstream's HTTP/2 channel: the same events the HTTP/1.1 response parser reports,
     /// without text in between.
     mutating func upstreamParts(_ parts: [HTTP1Event]) {
-        guard case .http = phase, let exchange, upstreamIsChannel else { return }
-        if !exchange.responseBytesSeen { exchange.timings.firstByte = now }
-        exchange.responseBytesSeen = true
+        guard case .http = phase, let exchange, upstreamIsChannel, exchange.state.isForwarding else { return }
+        exchange.responseBytesArrived(at: now)
         processResponse(parts)
     }
 
     /// The response of the current exchange, part by part (from the HTTP/1.1 response parser or an HTTP/2
-    /// channel), to the client: as HTTP/1.1 text for an HTTP/1.1 client, or as parts for the HTTP/2 frontend when
-    /// this session is a stream's lane.
+    /// channel), to the client: the bookkeeping is the same for every client (the exchange's state, status,
+    /// sizes, whether the upstream may be kept or shared); delivery is `HTTP1ResponseEncoder`'s text for an
+    /// HTTP/1.1 client, or the parts themselves for the HTTP/2 frontend when this session is a stream's lane.
     mutating func processResponse(_ events: [HTTP1Event]) {
         var pending = events[...]
         while let event = pending.popFirst() {
-            guard let exchange else { return }
-            if isStreamSession, relayPartToStream(event, exchange) { continue }
+            // Parts for an exchange that has its whole response (or that the proxy answered) are never relayed.
+            guard let exchange, exchange.state.isForwarding, !exchange.state.responseComplete else { return }
             switch event {
-            case .response(var head, let framing):
-                if upstreamIsChannel && head.reason.isEmpty {
-                    // An HTTP/2 origin sends no reason phrase; an HTTP/1.1 client gets the standard one.
-                    head.reason = HTTP1ReasonPhrase.standard(head.status)
-                }
+            case .response(let head, let framing):
                 if head.isInterim {
-                    var bytes: [UInt8] = []
-                    HTTP1Serializer.writeResponseHead(head, into: &bytes)
-                    sendToClient(bytes)
+                    relayInterim(head, framing: framing)
                     continue
                 }
-                exchange.responseStarted = true
-                exchange.responseStatus = head.status
-                exchange.responseHeaders = head.headers
-                if exchange.authenticatesConnection
-                    || Self.namesConnectionAuthentication(head.headers.values("WWW-Authenticate"))
-                {
-                    // Connection-oriented authentication: this upstream belongs to this client from now on.
-                    upstreamShareable = false
+                guard !exchange.state.responseStarted else {
+                    // A second final head for one request: the origin broke HTTP; nothing more of it reaches the client.
+                    return closeUpstreamAndClient()
                 }
-                var clientHead = head
-                var clientFraming = framing
-                var bytes: [UInt8] = []
-                if clientTLS != nil, case .contentLength(let length) = framing, length <= 16_384 {
-                    // The head's buffer becomes the TLS plaintext and the body is appended to it: room for both.
-                    bytes.reserveCapacity(512 + length)
+                if head.status == 101 && isStreamSession {
+                    // An HTTP/2 stream cannot switch protocols (RFC 9113 §8.6), and its request asked for no upgrade.
+                    commands.append(.closeUpstream)
+                    upstream = .none
+                    return failWithBadResponse("the origin answered 101 Switching Protocols to an HTTP/2 stream")
                 }
-                if head.status == 101 {
-                    clientHead.headers = HTTP1ProxyHeaders.removingHopByHop(
-                        head.headers, options: HTTP1ProxyHeaders.Options(upgrading: true))
-                    clientFraming = .tunnel
-                    clientHead.version = .http11
-                    HTTP1Serializer.writeResponseHead(clientHead, into: &bytes)
-                } else {
-                    if exchange.clientIsHTTP10 && (framing == .chunked || framing == .untilClose) {
-                        // HTTP/1.0 knows no chunked coding: send the body raw and end it by closing.
-                        exchange.clientKeepAlive = false
-                    }
-                    let dechunk = exchange.clientIsHTTP10 && framing == .chunked
-                    let rechunk = framing == .untilClose && exchange.clientKeepAlive
-                    // The hop-by-hop fields are skipped while the head is written: no copy of the field list.
-                    let hopByHop = HTTP1ProxyHeaders.HopByHopFilter(
-                        head.headers, options: HTTP1ProxyHeaders.Options(reframing: rechunk || dechunk))
-                    var extra: [HTTP1Field] = []
-                    if rechunk {
-                        extra.append(HTTP1Field(name: "Transfer-Encoding", value: "chunked"))
-                        clientFraming = .chunked
-                    } else if dechunk {
-                        clientFraming = .untilClose
-                    }
-                    if !upstreamIsChannel {
-                        // An HTTP/2 channel's `.untilClose` ends with the stream, not the connection.
-                        exchange.upstreamKeepAlive =
-                            exchange.upstreamKeepAlive && framing != .untilClose
-                            && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
-                    }
-                    if !exchange.requestDone { exchange.clientKeepAlive = false }
-                    if !exchange.clientKeepAlive { extra.append(HTTP1Field(name: "Connection", value: "close")) }
-                    if exchange.result == .reported {
-                        extra += ATSErrorResponse.reportedFields(
-                            errorCode: exchange.errorCode, streamError: exchange.streamError, rule: exchange.rule,
-                            fix: exchange.fix)
-                    }
-                    clientHead.version = .http11
-                    HTTP1Serializer.writeResponseHead(clientHead, dropping: hopByHop, appending: extra, into: &bytes)
-                }
-                exchange.responseWriter = HTTP1BodyWriter(framing: clientFraming)
-                sendToClient(bytes)
+                responseHead(head, framing: framing, exchange)
             case .body(let slice):
+                guard exchange.state.responseStarted else { continue }
                 exchange.bytesToClient += slice.count
                 if services.settings.captureBodyLimit > 0 {
                     exchange.bodies.response(slice, services.settings.captureBodyLimit)
                 }
-                writeToClient { try? exchange.responseWriter?.write(slice, into: &$0) }
+                if isStreamSession {
+                    respondToStream(event)
+                } else {
+                    writeToClient { exchange.responseEncoder.writeBody(slice, into: &$0) }
+                }
             case .trailers(let trailers):
-                writeToClient { try? exchange.responseWriter?.finish(trailers: trailers, into: &$0) }
-                exchange.responseWriter = nil
+                guard exchange.state.responseStarted else { continue }
+                if isStreamSession {
+                    respondToStream(event)
+                } else {
+                    writeToClient { exchange.responseEncoder.finish(trailers: trailers, into: &$0) }
+                }
             case .messageEnd:
-                if !exchange.responseStarted {
+                if !exchange.state.responseStarted {
                     // End of an interim (1xx) response: the final one follows. (A channel reports no end after
                     // an interim head.)
                     guard !upstreamIsChannel else { continue }
@@ -141,16 +98,16 @@ extension ProxySession {
                     pending = (more + pending)[...]
                     continue
                 }
-                if var writer = exchange.responseWriter {
-                    writeToClient { try? writer.finish(into: &$0) }
-                    exchange.responseWriter = nil
+                if isStreamSession {
+                    respondToStream(event)
+                } else {
+                    writeToClient { exchange.responseEncoder.finish(into: &$0) }
                 }
-                exchange.responseDone = true
+                exchange.state.responseEnded()
                 finishIfComplete()
             case .upgraded(let remaining):
                 // 101 Switching Protocols: relay raw bytes both ways from here on.
-                exchange.responseDone = true
-                exchange.requestDone = true
+                exchange.state.upgraded()
                 logExchange()
                 self.exchange = nil
                 phase = .relay
@@ -162,7 +119,7 @@ extension ProxySession {
             case .request:
                 closeUpstreamAndClient()
             case .failed(let error):
-                if exchange.responseStarted {
+                if exchange.state.responseStarted {
                     closeUpstreamAndClient()
                 } else {
                     upstream = .none
@@ -173,64 +130,68 @@ extension ProxySession {
         }
     }
 
-    /// A lane's response goes to its HTTP/2 stream as parts (`ProxyCommand.respond`), never as HTTP/1.1 text:
-    /// returns whether `event` was handled that way (everything but an upgrade, which no stream carries, and the
-    /// parser's own failures). The bookkeeping is `processResponse`'s.
-    mutating func relayPartToStream(_ event: HTTP1Event, _ exchange: Exchange) -> Bool {
-        switch event {
-        case .response(var head, let framing):
-            guard head.status != 101 else { return false }
-            if !head.isInterim {
-                exchange.responseStarted = true
-                exchange.responseStatus = head.status
-                exchange.responseHeaders = head.headers
-            }
-            // The stream's HEADERS carry no hop-by-hop field (RFC 9113 §8.2.2); most heads have none to drop.
+    /// An interim (1xx) head, relayed as it is: as text to an HTTP/1.1 client, without hop-by-hop fields to a
+    /// stream (RFC 9113 §8.2.2). An HTTP/2 origin sends no reason phrase; an HTTP/1.1 client gets the standard one.
+    mutating func relayInterim(_ head: HTTP1ResponseHead, framing: HTTP1BodyFraming) {
+        var head = head
+        if isStreamSession {
             head.headers = HTTP1ProxyHeaders.removingHopByHop(head.headers)
-            if head.isInterim {
-                respondToStream(.response(head, body: framing))
-                return true
-            }
-            if exchange.authenticatesConnection
-                || Self.namesConnectionAuthentication(head.headers.values("WWW-Authenticate"))
-            {
-                upstreamShareable = false
-            }
-            if !upstreamIsChannel {
-                exchange.upstreamKeepAlive =
-                    exchange.upstreamKeepAlive && framing != .untilClose
-                    && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
-            }
-            if !exchange.requestDone { exchange.clientKeepAlive = false }
-            if exchange.result == .reported {
-                // `--mode report`: the stream's answer says what would have failed, as an HTTP/1.1 client's does.
-                head.headers.fields += ATSErrorResponse.reportedFields(
-                    errorCode: exchange.errorCode, streamError: exchange.streamError, rule: exchange.rule,
-                    fix: exchange.fix)
-            }
             respondToStream(.response(head, body: framing))
-            return true
-        case .body(let slice):
-            guard exchange.responseStarted else { return true }
-            exchange.bytesToClient += slice.count
-            if services.settings.captureBodyLimit > 0 {
-                exchange.bodies.response(slice, services.settings.captureBodyLimit)
-            }
-            respondToStream(event)
-            return true
-        case .trailers:
-            guard exchange.responseStarted else { return true }
-            respondToStream(event)
-            return true
-        case .messageEnd:
-            guard exchange.responseStarted else { return false }  // An interim response's end: the parser resumes.
-            respondToStream(event)
-            exchange.responseDone = true
-            finishIfComplete()
-            return true
-        case .upgraded, .request, .failed:
-            return false
+            return
         }
+        if upstreamIsChannel && head.reason.isEmpty { head.reason = HTTP1ReasonPhrase.standard(head.status) }
+        var bytes: [UInt8] = []
+        HTTP1ResponseEncoder.writeInterim(head, into: &bytes)
+        sendToClient(bytes)
+    }
+
+    /// The origin's final head: the exchange's bookkeeping, then the head to the client (`--mode report` adds its
+    /// X-ATS-* fields).
+    mutating func responseHead(_ head: HTTP1ResponseHead, framing: HTTP1BodyFraming, _ exchange: Exchange) {
+        exchange.state.responseHeadSent()
+        exchange.responseStatus = head.status
+        exchange.responseHeaders = head.headers
+        if exchange.authenticatesConnection
+            || Self.namesConnectionAuthentication(head.headers.values("WWW-Authenticate"))
+        {
+            // Connection-oriented authentication: this upstream belongs to this client from now on.
+            upstreamShareable = false
+        }
+        let upgrading = head.status == 101
+        if !upstreamIsChannel && !upgrading {
+            // An HTTP/2 channel's `.untilClose` ends with the stream, not the connection.
+            exchange.upstreamKeepAlive =
+                exchange.upstreamKeepAlive && framing != .untilClose
+                && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
+        }
+        var reported: [HTTP1Field] = []
+        if exchange.result == .reported && !upgrading {
+            reported = ATSErrorResponse.reportedFields(
+                errorCode: exchange.errorCode, streamError: exchange.streamError, rule: exchange.rule, fix: exchange.fix
+            )
+        }
+        if isStreamSession {
+            // The stream's HEADERS carry no hop-by-hop field (RFC 9113 §8.2.2); most heads have none to drop.
+            var streamHead = head
+            streamHead.headers = HTTP1ProxyHeaders.removingHopByHop(head.headers)
+            streamHead.headers.fields += reported
+            if !exchange.state.requestComplete { exchange.clientKeepAlive = false }
+            respondToStream(.response(streamHead, body: framing))
+            return
+        }
+        var clientHead = head
+        if upstreamIsChannel && head.reason.isEmpty { clientHead.reason = HTTP1ReasonPhrase.standard(head.status) }
+        var reserve: Int?
+        if clientTLS != nil, case .contentLength(let length) = framing, length <= 16_384 {
+            // The head's buffer becomes the TLS plaintext and the body is appended to it: room for both.
+            reserve = length
+        }
+        var bytes: [UInt8] = []
+        exchange.responseEncoder.writeHead(
+            clientHead, framing: framing, clientIsHTTP10: exchange.clientIsHTTP10, keepAlive: &exchange.clientKeepAlive,
+            closeAfter: !upgrading && !exchange.state.requestComplete, extra: reported, reserving: reserve,
+            into: &bytes)
+        sendToClient(bytes)
     }
 
     /// Appends a response part for the lane's stream, joining consecutive parts into one command.

@@ -11,12 +11,12 @@ extension ProxySession {
             return
         }
         if let exchange {
-            if exchange.responseStarted || exchange.kind != .forward {
+            if exchange.state.responseStarted || !exchange.state.isForwarding {
                 // Recorded by `close` with this reason: the client sees the connection end.
                 exchange.result = .failed
                 exchange.errorCode = exchange.errorCode ?? NSURLErrorCode.timedOut.rawValue
                 exchange.rule =
-                    "no progress for \(services.settings.exchangeTimeout) s (--exchange-timeout) \(exchange.responseStarted ? "after the response head" : "while the exchange was under way"); the connection was closed"
+                    "no progress for \(services.settings.exchangeTimeout) s (--exchange-timeout) \(exchange.state.responseStarted ? "after the response head" : "while the exchange was under way"); the connection was closed"
                 close()
             } else {
                 // Nothing from the origin (connect, TLS or response head) in time: -1001, 504.

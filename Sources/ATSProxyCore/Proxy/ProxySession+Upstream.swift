@@ -166,16 +166,16 @@ extension ProxySession {
             commands.append(.closeUpstream)
         }
         upstream = .none
-        guard let exchange, exchange.kind == .forward else { return }
-        if exchange.responseStarted {
+        guard let exchange, exchange.state.isForwarding else { return }
+        if exchange.state.responseStarted {
             let events = exchange.responseParser.inputClosed()
             exchange.upstreamKeepAlive = false
             if events.contains(where: { if case .failed = $0 { true } else { false } }) || events.isEmpty {
-                if !(self.exchange?.responseDone ?? true) { closeUpstreamAndClient() }
+                if !exchange.state.responseComplete { closeUpstreamAndClient() }
                 return
             }
             processResponse(events)
-        } else if exchange.onReusedUpstream, !exchange.responseBytesSeen, let head = exchange.retryHead,
+        } else if exchange.onReusedUpstream, !exchange.state.responseBytesSeen, let head = exchange.retryHead,
             let key = exchange.upstreamKey
         {
             // A reused connection the origin closed as the request arrived (its keep-alive timeout): like
@@ -198,7 +198,7 @@ extension ProxySession {
             return upstreamEOF(reset: true)
         }
         http11Origins.insert(OriginAuthority(host: key.host, port: key.port))
-        guard let exchange, exchange.kind == .forward, !exchange.responseStarted, !exchange.responseBytesSeen,
+        guard let exchange, exchange.state.isForwarding, !exchange.state.responseBytesSeen,
             let head = exchange.retryHead
         else {
             return upstreamEOF(reset: true)
@@ -220,13 +220,13 @@ extension ProxySession {
         exchange.retryHead = nil
         exchange.onReusedUpstream = false
         exchange.retried = true
+        exchange.state.resent()
         // Only requests without a body are sent again: a fresh writer frames the (empty) body on the new upstream.
         exchange.requestWriter = HTTP1BodyWriter(framing: .none)
-        exchange.requestEncodingFinished = false
         pendingUpstream = []
         pendingParts = []
         openUpstream(key, reusable: reusable)
         sendRequestPart(.request(head, body: .none))
-        if exchange.requestBodyFinished { sendRequestPart(.messageEnd) }
+        if exchange.state.requestEndForwarded { sendRequestPart(.messageEnd) }
     }
 }

@@ -86,12 +86,11 @@ extension ProxySession {
             case .body(let slice):
                 try? exchange.requestWriter.write(slice, into: &bytes)
             case .trailers(let trailers):
-                guard !exchange.requestEncodingFinished else { return }
-                exchange.requestEncodingFinished = true
+                guard !exchange.requestWriter.isFinished else { return }
                 try? exchange.requestWriter.finish(trailers: trailers, into: &bytes)
             case .messageEnd:
-                guard !exchange.requestEncodingFinished else { return }
-                exchange.requestEncodingFinished = true
+                // After trailers the writer is finished already: the end adds nothing to HTTP/1.1 text.
+                guard !exchange.requestWriter.isFinished else { return }
                 try? exchange.requestWriter.finish(trailers: [:], into: &bytes)
             case .response, .upgraded, .failed:
                 preconditionFailure("sendRequestPart: \(part) is not a request part")
