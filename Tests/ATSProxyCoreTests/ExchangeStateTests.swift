@@ -73,9 +73,13 @@ struct ExchangeStateTests {
 
     @Test("illegal transitions trap, naming the state", arguments: IllegalTransition.allCases)
     func illegalTransitionsTrap(_ transition: IllegalTransition) async {
-        await #expect(processExitsWith: .failure) { [transition] in
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            [transition] in
             transition.run()
         }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("is not allowed in state"))
+        #expect(message.contains(transition.expectedState))
     }
 }
 
@@ -91,6 +95,20 @@ enum IllegalTransition: String, CaseIterable, Codable, Sendable, CustomStringCon
     case trailersTwice
 
     var description: String { rawValue }
+
+    /// The state the trap message must name.
+    var expectedState: String {
+        switch self {
+        case .secondResponseHead: "forwarding(receiving, streaming)"
+        case .responseEndBeforeHead: "forwarding(receiving, awaitingResponse)"
+        case .localAnswerAfterOriginHead: "forwarding(receiving, streaming)"
+        case .secondRequestEnd: "forwarding(complete, awaitingResponse)"
+        case .recordTwice: "recorded"
+        case .bytesForALocalAnswer: "answeredLocally(receiving)"
+        case .resendAfterResponseBytes: "forwarding(receiving, arriving)"
+        case .trailersTwice: "forwarding(trailersForwarded, awaitingResponse)"
+        }
+    }
 
     func run() {
         var state = ExchangeStateTests.fresh
