@@ -95,8 +95,8 @@ final class HTTP2Frontend {
         configuration.connectionWindowSize = 1 << 20
         session = try HTTP2Session(role: .server, configuration: configuration)
         template = ProxySession(streamOf: parent)
-        tunnelHost = parent.tunnel?.host ?? ""
-        tunnelPort = parent.tunnel?.port ?? 443
+        tunnelHost = parent.role.tunnel?.host ?? ""
+        tunnelPort = parent.role.tunnel?.port ?? 443
         requestCount = parent.requestCount
     }
 

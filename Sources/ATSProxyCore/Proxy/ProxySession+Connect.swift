@@ -73,9 +73,8 @@ extension ProxySession {
             close()
             return
         }
-        tunnel = (host, port)
-        tunnelTarget = target
-        tunnelOrigin = String(url.utf8.dropLast())!
+        role = .intercepted(
+            InterceptedTunnel(host: host, port: port, target: target, origin: String(url.utf8.dropLast())!))
         phase = .clientHandshake
         commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
         parser = HTTP1Parser(role: .request)

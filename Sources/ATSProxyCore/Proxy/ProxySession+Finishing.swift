@@ -88,7 +88,7 @@ extension ProxySession {
     }
 
     mutating func logClientHandshakeFailure(_ failure: TLSFailure) {
-        guard let tunnel else { return }
+        guard let tunnel = role.tunnel else { return }
         let record = RequestRecord(
             time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount),
             method: "CONNECT",

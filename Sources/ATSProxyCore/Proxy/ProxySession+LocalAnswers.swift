@@ -108,7 +108,7 @@ extension ProxySession {
         switch head.target {
         case .authority(let authority): url = "https://\(authority)/"
         case .absolute, .asterisk: url = head.target.description
-        case .origin(let path): url = tunnelOrigin.isEmpty ? path : tunnelOrigin + path
+        case .origin(let path): url = (role.tunnel?.origin ?? "") + path
         }
         let number = head.method == "CONNECT" ? requestCount + 1 : requestCount
         commands.append(

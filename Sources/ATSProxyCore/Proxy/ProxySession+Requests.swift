@@ -16,7 +16,7 @@ extension ProxySession {
         }
         requestCount += 1
         let clientKeepAlive = HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
-        if !isStreamSession, let tunnel {
+        if case .intercepted(let tunnel) = role {
             switch TunnelRequestCheck.check(head, host: tunnel.host, port: tunnel.port) {
             case .sameOrigin: break
             case .misdirected(let text): return refuse(head, status: 421, reason: "Misdirected Request", text: text)
@@ -57,9 +57,9 @@ extension ProxySession {
             return
         }
         let target: RequestTarget
-        if inTunnel, let tunnelTarget {
+        if let tunnel = role.tunnel {
             // The CONNECT target was parsed and checked against the proxy's own addresses already.
-            target = tunnelTarget.withURL(url)
+            target = tunnel.target.withURL(url)
         } else {
             do {
                 target = try RequestTarget(parsing: url)
@@ -139,11 +139,7 @@ extension ProxySession {
     }
 
     func tunnelURL(path: String) -> String {
-        guard tunnelTarget != nil else { return "https://invalid/" }
-        var url = tunnelOrigin
-        if !(path.isEmpty || path.utf8.first == UInt8(ascii: "/")) { url += "/" }
-        url += path
-        return url
+        role.tunnel?.url(path: path) ?? "https://invalid/"
     }
 
     func requestSource(_ head: HTTP1RequestHead) -> RequestSource {

@@ -64,9 +64,8 @@ public struct ProxySession {
     var taskUUID = TaskUUIDs.next()
     /// `<UUID>>.<` of every task ID of this connection, formatted once (uuidString formats with vfprintf).
     var taskIDPrefix: String
-    /// Set for the per-stream sessions of an HTTP/2 client (`HTTP2Frontend`): requests arrive parsed, already
-    /// inside the intercepted tunnel, and what the session writes to the client is re-framed as HTTP/2.
-    var isStreamSession = false
+    /// How requests arrive: as a proxy client's, inside an intercepted tunnel, or as an HTTP/2 stream's lane.
+    var role: ClientRole = .proxyClient
     /// The client-side protocol recorded for this session's requests.
     var clientProtocol = "http/1.1"
     /// The HTTP/2 side of an intercepted tunnel whose client negotiated h2.
@@ -75,13 +74,6 @@ public struct ProxySession {
     var phase: Phase = .http
     var parser = HTTP1Parser(role: .request)
     var clientTLS: TLSConnection?
-    /// The CONNECT authority of an intercepted tunnel.
-    var tunnel: (host: String, port: Int)?
-    /// The tunnel's origin as a target (URL `https://host[:port]/`), parsed once at CONNECT: every
-    /// request inside the tunnel goes there, so only its URL changes from request to request.
-    var tunnelTarget: RequestTarget?
-    /// `tunnelTarget`'s URL without the final "/": what the paths of requests in the tunnel follow.
-    var tunnelOrigin = ""
     var exchange: Exchange?
     var upstream: Upstream = .none
     /// Plaintext waiting for the upstream to become ready.
@@ -146,10 +138,7 @@ public struct ProxySession {
             services: parent.services, clientAddress: parent.clientAddress, connectionNumber: parent.connectionNumber)
         taskUUID = parent.taskUUID
         taskIDPrefix = parent.taskIDPrefix
-        tunnel = parent.tunnel
-        tunnelTarget = parent.tunnelTarget
-        tunnelOrigin = parent.tunnelOrigin
-        isStreamSession = true
+        if let tunnel = parent.role.tunnel { role = .stream(tunnel) }
         clientProtocol = "h2"
     }
 
@@ -161,7 +150,10 @@ public struct ProxySession {
     }
 
     /// Whether requests arrive from inside an intercepted tunnel (decrypted, origin-form).
-    var inTunnel: Bool { clientTLS != nil || isStreamSession }
+    var inTunnel: Bool { role.isInTunnel }
+
+    /// Whether this session is a stream's lane of an HTTP/2 client (`HTTP2Frontend`).
+    var isStreamSession: Bool { role.isStream }
 
     /// Handles one event at time `now` and returns what the driver must do, in order.
     public mutating func handle(_ event: ProxyEvent, now: Date) -> [ProxyCommand] {
