@@ -28,72 +28,68 @@ final class UpstreamPool: @unchecked Sendable {
         case channel(UpstreamLinkDriver, UpstreamH2Link.ChannelID, UpstreamLease)
     }
 
-    /// Idle HTTP/1.1 connections kept per key (like URLSession's per-host limit): parking one more closes
-    /// the oldest. Enough for the clients of one loop that are busy at once; idle clients hand theirs back
-    /// after `ProxySettings.upstreamLinger`, so the excess would otherwise only sit in memory.
-    static let maximumParkedPerKey = 16
-    static let maximumParked = 1024
-
     let loop: EventLoop
     /// How long idle connections and links are kept (zero: not kept).
     let idleTime: Duration
-    private var parked: [UpstreamKey: [ParkedUpstream]] = [:]
-    private var parkedCount = 0
-    private var links: [UpstreamKey: [UpstreamLinkDriver]] = [:]
-    private var shuttingDown = false
+    /// The decisions: which connection a request gets, which idle ones are kept (sans-io, tested on its own).
+    private var directory: UpstreamDirectory
+    /// The parked connections the directory names.
+    private var parked: [UpstreamDirectory.Entry: ParkedUpstream] = [:]
+    /// The shared links the directory names.
+    private var links: [UpstreamDirectory.Entry: UpstreamLinkDriver] = [:]
 
     init(loop: EventLoop, idleTime: Duration = .seconds(30)) {
         self.loop = loop
         self.idleTime = idleTime
+        directory = UpstreamDirectory(keepsIdle: idleTime > .zero)
     }
 
-    /// An established connection for `key`: a channel on a shared link with room, else a parked connection.
+    /// An established connection for `key`, as the directory chooses: a channel on a shared link with room, else
+    /// a parked connection (one that closed while parked is skipped), else nil (connect).
     func acquire(_ key: UpstreamKey, owner: UpstreamChannelOwner, lane: Int32) -> Acquired? {
         loop.assertInLoop()
-        if let link = links[key]?.first(where: { $0.canOpenChannel }) {
-            let channel = link.openChannel(owner: owner, lane: lane)
-            return .channel(link, channel, link.channelLease)
+        while true {
+            let choice = directory.acquire(key) { [links] entry in links[entry]?.canOpenChannel ?? false }
+            switch choice {
+            case .channel(let entry):
+                guard let link = links[entry] else { preconditionFailure("UpstreamPool: no link for \(entry)") }
+                let channel = link.openChannel(owner: owner, lane: lane)
+                return .channel(link, channel, link.channelLease)
+            case .parked(let entry):
+                guard let waiting = parked.removeValue(forKey: entry) else {
+                    preconditionFailure("UpstreamPool: no parked connection for \(entry)")
+                }
+                if let connection = waiting.detach() { return .connection(connection, waiting.lease) }
+            case .connect:
+                return nil
+            }
         }
-        while var waiting = parked[key], let entry = waiting.popLast() {
-            parked[key] = waiting.isEmpty ? nil : waiting
-            parkedCount -= 1
-            if let connection = entry.detach() { return .connection(connection, entry.lease) }
-        }
-        return nil
     }
 
-    /// Parks an idle HTTP/1.1 connection for later clients (closing the key's oldest parked one when the key
-    /// is at `maximumParkedPerKey`), or closes it when it cannot be kept.
+    /// Parks an idle HTTP/1.1 connection for later clients, or closes it when the directory does not keep it (a
+    /// key's oldest parked connection closes when the key is full).
     func park(_ connection: TCPConnection, lease: UpstreamLease) {
         loop.assertInLoop()
-        guard !shuttingDown, idleTime > .zero, lease.shareable, connection.isOpen else {
+        guard connection.isOpen else {
             connection.close()
             return
         }
-        if var waiting = parked[lease.key], waiting.count >= Self.maximumParkedPerKey {
-            let oldest = waiting.removeFirst()
-            parked[lease.key] = waiting
-            parkedCount -= 1
-            oldest.detach()?.close()
-        }
-        guard parkedCount < Self.maximumParked else {
+        switch directory.park(lease.key, shareable: lease.shareable) {
+        case .refused:
             connection.close()
-            return
+        case .parked(let entry, let evicted):
+            if let evicted { parked.removeValue(forKey: evicted)?.detach()?.close() }
+            let waiting = ParkedUpstream(connection: connection, lease: lease, entry: entry, pool: self)
+            parked[entry] = waiting
+            waiting.start(idleTime: idleTime)
         }
-        let entry = ParkedUpstream(connection: connection, lease: lease, pool: self)
-        parked[lease.key, default: []].append(entry)
-        parkedCount += 1
-        entry.start(idleTime: idleTime)
     }
 
     /// A parked connection closed or timed out.
-    fileprivate func unpark(_ entry: ParkedUpstream) {
-        guard var waiting = parked[entry.lease.key], let index = waiting.firstIndex(where: { $0 === entry }) else {
-            return
-        }
-        waiting.remove(at: index)
-        parked[entry.lease.key] = waiting.isEmpty ? nil : waiting
-        parkedCount -= 1
+    fileprivate func unpark(_ waiting: ParkedUpstream) {
+        guard parked[waiting.entry] === waiting else { return }
+        parked[waiting.entry] = nil
+        directory.unpark(waiting.entry)
     }
 
     /// Turns a connection whose handshake chose h2 into a link and opens the first channel on it for the
@@ -102,37 +98,36 @@ final class UpstreamPool: @unchecked Sendable {
         _ connection: TCPConnection, lease: UpstreamLease, owner: UpstreamChannelOwner, lane: Int32
     ) -> (UpstreamLinkDriver, UpstreamH2Link.ChannelID)? {
         loop.assertInLoop()
-        guard let link = try? UpstreamLinkDriver(connection: connection, lease: lease, pool: self) else {
+        let entry = directory.addLink(lease.key, shareable: lease.shareable)
+        guard let link = try? UpstreamLinkDriver(connection: connection, lease: lease, entry: entry, pool: self) else {
+            directory.removeLink(entry)
             connection.close()
             return nil
         }
-        if lease.shareable && !shuttingDown { links[lease.key, default: []].append(link) }
+        links[entry] = link
         // The caller starts the link once it has recorded the channel.
         let channel = link.openChannel(owner: owner, lane: lane)
         return (link, channel)
     }
 
     /// Whether `shutdown` ran: links whose last channel closes are not kept.
-    var isShuttingDown: Bool { shuttingDown }
+    var isShuttingDown: Bool { directory.isShuttingDown }
 
     /// A link finished: no new channels go to it.
     func remove(_ link: UpstreamLinkDriver) {
-        guard var list = links[link.lease.key], let index = list.firstIndex(where: { $0 === link }) else { return }
-        list.remove(at: index)
-        links[link.lease.key] = list.isEmpty ? nil : list
+        guard links[link.entry] === link else { return }
+        links[link.entry] = nil
+        directory.removeLink(link.entry)
     }
 
     /// Shutdown: parked connections close; links send GOAWAY and close when their streams finish.
     func shutdown() {
         loop.assertInLoop()
-        shuttingDown = true
-        let entries = parked.values.flatMap { $0 }
-        parked = [:]
-        parkedCount = 0
-        for entry in entries { entry.detach()?.close() }
-        let all = links.values.flatMap { $0 }
+        let closing = directory.shutdown()
+        for entry in closing.parked { parked.removeValue(forKey: entry)?.detach()?.close() }
+        for entry in closing.links { links.removeValue(forKey: entry)?.shutdown() }
+        // Unshared links were never offered; they close with their last stream (`isShuttingDown`).
         links = [:]
-        for link in all { link.shutdown() }
     }
 }
 
@@ -142,13 +137,16 @@ final class UpstreamPool: @unchecked Sendable {
 /// Loop-confined (the invariant behind `@unchecked Sendable`).
 final class ParkedUpstream: TCPConnectionHandler, @unchecked Sendable {
     let lease: UpstreamLease
+    /// Its name in the pool's directory.
+    let entry: UpstreamDirectory.Entry
     private var connection: TCPConnection?
     private var timer: LoopTimer?
     private weak var pool: UpstreamPool?
 
-    init(connection: TCPConnection, lease: UpstreamLease, pool: UpstreamPool) {
+    init(connection: TCPConnection, lease: UpstreamLease, entry: UpstreamDirectory.Entry, pool: UpstreamPool) {
         self.connection = connection
         self.lease = lease
+        self.entry = entry
         self.pool = pool
     }
 
@@ -223,6 +221,8 @@ final class UpstreamLinkDriver: TCPConnectionHandler, @unchecked Sendable {
 
     /// The lease the link was promoted with (its TLS engine is the link's own).
     let lease: UpstreamLease
+    /// Its name in the pool's directory.
+    let entry: UpstreamDirectory.Entry
     /// What a session gets for a channel: the link's facts, no TLS engine (the link runs the TLS).
     let channelLease: UpstreamLease
     let link: UpstreamH2Link
@@ -234,9 +234,10 @@ final class UpstreamLinkDriver: TCPConnectionHandler, @unchecked Sendable {
     private var idleTimer: LoopTimer?
     private var state = State.open
 
-    init(connection: TCPConnection, lease: UpstreamLease, pool: UpstreamPool) throws {
+    init(connection: TCPConnection, lease: UpstreamLease, entry: UpstreamDirectory.Entry, pool: UpstreamPool) throws {
         self.connection = connection
         self.lease = lease
+        self.entry = entry
         self.pool = pool
         channelLease = UpstreamLease(
             key: lease.key, tls: nil, facts: lease.facts, protocolName: "h2", shareable: lease.shareable)
