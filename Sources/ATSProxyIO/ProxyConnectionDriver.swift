@@ -265,10 +265,12 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
             switch acquired {
             case .connection(let connection, let lease):
                 attach(connection, to: lane)
+                reportPeer(lane: id, connection.remoteAddress)
                 run(lane: id, .upstreamReused(lease))
             case .channel(let link, let channel, let lease):
                 lane.channel = (link, channel)
                 if !client.isWritable || lane.readsPausedBySession { link.setReadingPaused(true, channel: channel) }
+                reportPeer(lane: id, link.peerAddress)
                 run(lane: id, .upstreamReused(lease))
             }
             return
@@ -305,11 +307,19 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
             }
             attach(connection, to: lane)
             connection.start()
+            reportPeer(lane: id, connection.remoteAddress)
             run(lane: id, .upstreamConnected)
             if !remaining.isEmpty { run(lane: id, .upstreamBytes(remaining)) }
         case .failure(let error):
             run(lane: id, .upstreamConnectFailed(error.urlErrorCode, detail: error.description))
         }
+    }
+
+    /// Tells a lane's session the peer IP of the upstream connection it is about to get (for its records): the
+    /// origin's, or the upstream proxy's (the connection's peer). IPv4-mapped IPv6 addresses read as IPv4.
+    private func reportPeer(lane id: Int32, _ address: SocketAddress?) {
+        guard let address else { return }
+        run(lane: id, .upstreamPeer((address.ip.mappedIPv4 ?? address.ip).description))
     }
 
     private func attach(_ connection: TCPConnection, to lane: Lane) {

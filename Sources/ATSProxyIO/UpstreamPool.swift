@@ -252,6 +252,9 @@ final class UpstreamLinkDriver: TCPConnectionHandler, @unchecked Sendable {
         deliver(link.receive([]))
     }
 
+    /// The address of the link's peer: the origin, or the upstream proxy its tunnel goes through.
+    var peerAddress: SocketAddress? { connection.remoteAddress }
+
     var canOpenChannel: Bool {
         switch state {
         case .open: link.canOpenChannel

@@ -63,7 +63,7 @@ public struct HARBuilder: Sendable {
             time: [timings.blocked, timings.dns, timings.connect, timings.send, timings.wait, timings.receive]
                 .filter { $0 > 0 }.reduce(0, +),
             request: request, response: response, cache: HARArchive.Cache(), timings: timings,
-            serverIPAddress: nil,
+            serverIPAddress: record.serverAddress,
             connection: taskID.components(separatedBy: ">.<").first,
             comment: nil,
             _atsOutcome: FlowOutcome(record).rawValue, _atsCode: FlowOutcome.code(of: record), _atsRule: record.rule,

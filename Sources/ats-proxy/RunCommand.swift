@@ -243,6 +243,7 @@ struct ProxyOptions: ParsableArguments {
         if let observation {
             try observation.startWeb(
                 report: sessionReport, makeReport: { SessionReport(snapshot: snapshot, source: loaded) },
+                ignored: { [hostFilter = settings.hostFilter] in hostFilter.ignored },
                 title: "\(loaded.summary) · \(snapshot.evaluator.options.platform) · \(mode)",
                 caPEM: onboarding.caPEM, allowList: allowClients.isEmpty ? nil : ClientAllowList(parsing: allowClients),
                 backend: eventLoop)

@@ -62,14 +62,21 @@ final class SessionObservation: @unchecked Sendable {
     ///     page's dictionary and report downloads come from a report of its own, fed from the ring
     ///     on the web loop when asked for, so that the page adds nothing to the request path.
     ///   - makeReport: an empty report under the loaded policy (used when `report` is nil).
+    ///   - ignored: the host filter's count of connections left alone so far, which the downloads show as
+    ///     the report written at exit does.
     func startWeb(
-        report: SessionReport?, makeReport: @escaping @Sendable () -> SessionReport, title: String, caPEM: [UInt8],
+        report: SessionReport?, makeReport: @escaping @Sendable () -> SessionReport,
+        ignored: @escaping @Sendable () -> HostFilter.Ignored, title: String, caPEM: [UInt8],
         allowList: ClientAllowList?, backend: EventLoopBackend
     ) throws {
         guard let webAddress, let store else { return }
         let source =
             report.map(ReportSource.shared) ?? ReportSource.fromRing(RingReport(store: store, report: makeReport()))
-        let report: @Sendable () -> SessionReport = { source.current() }
+        let report: @Sendable () -> SessionReport = {
+            let current = source.current()
+            current.setIgnored(ignored())
+            return current
+        }
         var configuration = WebServer.Configuration(address: webAddress, allowList: allowList)
         configuration.allowSecrets = allowSecrets
         let content = WebContent(

@@ -47,6 +47,21 @@ import Testing
         #expect(reused.timings.wait == 6 && reused.timings.receive == 14 && reused.time == 20)
     }
 
+    @Test func serverIPAddressIsTheRecordsServerAddressAndAbsentWithoutOne() throws {
+        let builder = HARBuilder(allowSecrets: false, creatorVersion: "1")
+        let sent = sampleRecord("https://a.example/").updating { $0.serverAddress = "::1" }
+        let unsent = sampleRecord("http://plain.example/", result: .blockedCleartext, errorCode: -1022, status: 403)
+        let archive = builder.archive([Flow(id: 1, record: sent), Flow(id: 2, record: unsent)])
+        #expect(archive.log.entries.map(\.serverIPAddress) == ["::1", nil])
+        // In the file the field is written for the first entry only (HAR 1.2 makes it optional).
+        let data = try builder.data([Flow(id: 1, record: sent), Flow(id: 2, record: unsent)])
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        let entries = (object?["log"] as? [String: Any])?["entries"] as? [[String: Any]] ?? []
+        #expect(entries.count == 2)
+        #expect(entries.first?["serverIPAddress"] as? String == "::1")
+        #expect(entries.last?.keys.contains("serverIPAddress") == false)
+    }
+
     @Test func failedLoadWithoutResponseHasStatusZero() throws {
         let record = sampleRecord("https://down.example/", result: .failed, errorCode: -1004, status: nil)
         let entry = HARBuilder(allowSecrets: false, creatorVersion: "1").entry(record)

@@ -65,6 +65,10 @@ public struct RequestRecord: Sendable, Codable {
         public var timings: Timings?
         /// The first bytes of the request and response bodies (nil unless `--capture-bodies`).
         public var bodies: Bodies?
+        /// The IP address (no port, IPv6 without brackets) of the peer of the upstream TCP connection that
+        /// carried the request: the origin, or the `--upstream-proxy` when there is one (as browsers report it).
+        /// Nil when the request reached no upstream (answered locally, blocked, the connection failed).
+        public var serverAddress: String?
     }
 
     /// Milliseconds from the request's start to the end of each phase; nil for a phase that did not
@@ -144,7 +148,8 @@ public struct RequestRecord: Sendable, Codable {
         errorCode: Int? = nil, streamError: String? = nil, status: Int? = nil, tls: [String: String]? = nil,
         requestHeaders: [HeaderField] = [], responseHeaders: [HeaderField] = [], bytesFromClient: Int = 0,
         bytesToClient: Int = 0, durationMilliseconds: Double = 0, consoleLines: [String] = [],
-        retriedOnNewConnection: Bool? = nil, timings: Timings? = nil, bodies: Bodies? = nil
+        retriedOnNewConnection: Bool? = nil, timings: Timings? = nil, bodies: Bodies? = nil,
+        serverAddress: String? = nil
     ) {
         storage = Storage(
             Fields(
@@ -154,7 +159,8 @@ public struct RequestRecord: Sendable, Codable {
                 streamError: streamError, status: status, tls: tls, requestHeaders: requestHeaders,
                 responseHeaders: responseHeaders, bytesFromClient: bytesFromClient, bytesToClient: bytesToClient,
                 durationMilliseconds: durationMilliseconds, consoleLines: consoleLines,
-                retriedOnNewConnection: retriedOnNewConnection, timings: timings, bodies: bodies))
+                retriedOnNewConnection: retriedOnNewConnection, timings: timings, bodies: bodies,
+                serverAddress: serverAddress))
     }
 }
 

@@ -8,6 +8,10 @@ public enum ProxyEvent: Sendable {
     case clientEOF
     /// The upstream TCP connection that `connectUpstream` asked for is open.
     case upstreamConnected
+    /// The IP address of the peer of the upstream connection about to be handed over (the origin, or the
+    /// upstream proxy): sent right before `upstreamConnected` or `upstreamReused` (for an HTTP/2 channel, the
+    /// link's connection), and recorded on the requests that connection carries (`RequestRecord.serverAddress`).
+    case upstreamPeer(String)
     /// Instead of a new connection, the loop's pool handed over an established one for the requested key:
     /// a parked HTTP/1.1 connection (with its TLS engine), or a channel of a shared HTTP/2 link.
     case upstreamReused(UpstreamLease)

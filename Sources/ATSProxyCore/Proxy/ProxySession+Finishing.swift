@@ -83,7 +83,9 @@ extension ProxySession {
             durationMilliseconds: now.timeIntervalSince(exchange.start) * 1000, consoleLines: exchange.consoleLines,
             retriedOnNewConnection: exchange.retried ? true : nil,
             timings: services.settings.detailedRecords ? exchange.timings.record(since: exchange.start) : nil,
-            bodies: exchange.bodies.record)
+            bodies: exchange.bodies.record,
+            // Only a request that went upstream has a server (a blocked or local one may follow one that did).
+            serverAddress: exchange.upstreamKey == nil ? nil : upstreamAddress)
         commands.append(.log(record))
     }
 

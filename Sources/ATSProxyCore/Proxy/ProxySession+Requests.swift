@@ -249,6 +249,7 @@ extension ProxySession {
     mutating func openUpstream(_ key: UpstreamKey, reusable: Bool = true) {
         upstream = .connecting(key)
         upstreamFacts = nil
+        upstreamAddress = nil
         upstreamProtocol = "http/1.1"
         upstreamShareable = false
         upstreamIdle = false

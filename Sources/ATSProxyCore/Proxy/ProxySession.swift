@@ -89,6 +89,8 @@ public struct ProxySession {
     var eventList: [HTTP1Event] = []
     /// TLS facts of the current upstream connection (recorded on every request it carries).
     var upstreamFacts: [String: String]?
+    /// The peer IP address of the current upstream connection (`ProxyEvent.upstreamPeer`).
+    var upstreamAddress: String?
     /// `http/1.1`, or `h2` when the upstream is a channel of a shared HTTP/2 link.
     var upstreamProtocol = "http/1.1"
     /// Whether the current upstream may go back to the loop's pool when this session is done with it.
@@ -201,6 +203,7 @@ public struct ProxySession {
             clientBytes(bytes)
         case .clientEOF: clientEOF()
         case .upstreamConnected: upstreamConnected()
+        case .upstreamPeer(let address): upstreamAddress = address
         case .upstreamReused(let lease): upstreamReused(lease)
         case .upstreamConnectFailed(let code, let detail): upstreamConnectFailed(code, detail: detail)
         case .upstreamParts(let parts): upstreamParts(parts)

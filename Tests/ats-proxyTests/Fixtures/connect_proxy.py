@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """A small CONNECT-only HTTP proxy for the upstream-proxy chaining tests (a test tool).
 
-Binds 127.0.0.1 on --port (0: any free port) and prints "READY <port>". Each CONNECT host:port is
-logged as "CONNECT host:port auth=none|ok|wrong" and tunnelled to --target-address:port (the test's
-origins all listen on 127.0.0.1; the host name is only logged, as a proxy that resolves it would
-receive it). With --user/--password, a missing or wrong Proxy-Authorization gets 407. A target that
-refuses gets 502. Anything but CONNECT gets 405. Bounded: at most --max-connections at once, heads
-up to 64 KiB, and the process exits after --lifetime seconds.
+Binds --bind (127.0.0.1, or ::1) on --port (0: any free port) and prints "READY <port>". Each
+CONNECT host:port is logged as "CONNECT host:port auth=none|ok|wrong" and tunnelled to
+--target-address:port (the test's origins all listen on 127.0.0.1; the host name is only logged, as
+a proxy that resolves it would receive it). With --user/--password, a missing or wrong
+Proxy-Authorization gets 407. A target that refuses gets 502. Anything but CONNECT gets 405.
+Bounded: at most --max-connections at once, heads up to 64 KiB, and the process exits after
+--lifetime seconds.
 """
 import argparse
 import base64
@@ -118,9 +119,10 @@ class Proxy:
             self.slots.release()
 
     def serve(self):
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        family = socket.AF_INET6 if ":" in self.args.bind else socket.AF_INET
+        listener = socket.socket(family, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.args.port))
+        listener.bind((self.args.bind, self.args.port))
         listener.listen(64)
         print(f"READY {listener.getsockname()[1]}", flush=True)
         deadline = time.monotonic() + self.args.lifetime
@@ -140,6 +142,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--log", required=True)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--bind", default="127.0.0.1", help="the loopback address to listen on (127.0.0.1 or ::1)")
     parser.add_argument("--target-address", default="127.0.0.1")
     parser.add_argument("--user")
     parser.add_argument("--password", default="")
