@@ -924,6 +924,22 @@ extension HTTP2FrontendTests {
         #expect(harness.stream(healthy).shape == "HDE" && harness.stream(healthy).text == "healthy!")
         #expect(Self.records(done).map(\.url) == ["https://api.example.com/healthy"])
     }
+
+    @Test func anOriginsSwitchingProtocolsOnAStreamIsABadResponseNotText() throws {
+        let harness = try Harness()
+        let (stream, _) = try harness.request("/socket")
+        harness.connect(lane: 1)
+        let answered = harness.respond(
+            lane: 1, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+        let record = try #require(Self.records(answered).first)
+        #expect(record.result == .failed)
+        #expect(record.errorCode == -1011)
+        #expect(record.status == 502)
+        #expect(Self.clientWrites(Self.laneCommands(answered, lane: 1)).isEmpty)  // no HTTP/1.1 text from the lane
+        let view = harness.stream(stream)
+        #expect(view.shape == "HDE")
+        #expect(view.head?.first { $0.name == ":status" }?.value == "502")
+    }
 }
 
 // MARK: - Bodies and flow control

@@ -43,7 +43,6 @@ final class HTTP2Frontend {
         /// END_STREAM arrived from the client.
         var requestEnded = false
         var response: ResponseState = .pending
-        var responseParser = HTTP1Parser(role: .response)
         /// Request DATA bytes delivered to a lane that asked not to be fed yet; acknowledged on resume.
         var heldConsumption = 0
         /// The lane asked for no more client bytes (its upstream is still opening).
@@ -280,7 +279,6 @@ final class HTTP2Frontend {
             return
         }
         let h1 = HTTP1RequestHead(method: head.method, target: target, version: .http11, headers: headers)
-        stream.responseParser.requestSent(method: head.method)
         let lane = takeLane()
         stream.lane = lane
         streams[id] = stream
@@ -404,8 +402,10 @@ final class HTTP2Frontend {
             switch command {
             case .respond(let parts):
                 responseParts(lane: lane, parts)
-            case .writeToClient(let bytes):
-                responseBytes(lane: lane, bytes)
+            case .writeToClient:
+                // A lane answers in parts only (an origin's 101 is refused before it reaches a stream): text here
+                // is a broken lane, and its stream is reset.
+                brokenLane(lane)
             case .closeClient:
                 laneClosed(lane)
             case .connectUpstream, .writeToUpstream, .sendToUpstreamChannel, .closeUpstream, .armTimer, .cancelTimer,
@@ -473,29 +473,24 @@ final class HTTP2Frontend {
 
     // MARK: - Responses
 
-    /// HTTP/1.1 bytes a lane wrote for its client: only an origin's `101 Switching Protocols`, which no stream can
-    /// carry (the parser reports the upgrade and the stream is reset). Everything else arrives as parts.
-    private func responseBytes(lane: Int32, _ bytes: [UInt8]) {
-        guard let id = laneStream[lane], let stream = streams[id] else { return }
-        var parser = stream.responseParser
-        let events = parser.feed(bytes)
-        streams[id]!.responseParser = parser
-        respond(lane: lane, stream: id, events, parsed: true)
+    /// A lane wrote something no stream can carry: its stream is reset (INTERNAL_ERROR).
+    private func brokenLane(_ lane: Int32) {
+        guard let id = laneStream[lane], var stream = streams[id], stream.response != .ended else { return }
+        stream.response = .ended
+        streams[id] = stream
+        try? session.resetStream(stream: id, error: .internalError)
     }
 
     /// Response parts the lane relayed from its upstream: submitted as the stream's HEADERS, DATA and trailers.
     private func responseParts(lane: Int32, _ parts: [HTTP1Event]) {
         guard let id = laneStream[lane], streams[id] != nil else { return }
-        respond(lane: lane, stream: id, parts, parsed: false)
+        respond(lane: lane, stream: id, parts)
     }
 
-    /// Submits response events for stream `id`. `parsed`: they come from the stream's HTTP/1.1 response parser,
-    /// which pauses after an interim response and must be resumed; parts from a lane carry no end after an interim
-    /// head.
-    private func respond(lane: Int32, stream id: Int32, _ events: [HTTP1Event], parsed: Bool) {
+    /// Submits response parts for stream `id` (a lane's parts carry no end after an interim head).
+    private func respond(lane: Int32, stream id: Int32, _ events: [HTTP1Event]) {
         guard var stream = streams[id] else { return }
-        var pending = events[...]
-        while let event = pending.popFirst() {
+        for event in events {
             switch event {
             case .response(let head, let framing):
                 let fields =
@@ -526,7 +521,7 @@ final class HTTP2Frontend {
                 switch stream.response {
                 case .pending:
                     // The end of an interim (1xx) response: the final one follows.
-                    if parsed { pending = (stream.responseParser.resume() + pending)[...] }
+                    break
                 case .streaming:
                     try? session.submitData(stream: id, bytes: [], endStream: true)
                     stream.response = .ended
