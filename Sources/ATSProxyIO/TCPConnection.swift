@@ -7,57 +7,6 @@ import Foundation
     import Darwin
 #endif
 
-/// Why a `TCPConnection` closed, delivered once through `TCPConnectionHandler.connectionDidClose`.
-public enum TCPCloseReason: Sendable, Equatable, CustomStringConvertible {
-    /// `close()` or `reset()` was called on this side.
-    case local
-    /// Both directions finished cleanly: the peer sent EOF and our write side was shut down.
-    case finished
-    /// The peer reset the connection (`ECONNRESET`) or vanished while we wrote (`EPIPE`).
-    case reset
-    /// Any other socket error.
-    case error(IOError)
-
-    public var description: String {
-        switch self {
-        case .local: return "closed locally"
-        case .finished: return "finished"
-        case .reset: return "reset by peer"
-        case .error(let error): return "error: \(error)"
-        }
-    }
-}
-
-/// The events a `TCPConnection` delivers, always on the connection's loop.
-///
-/// The connection holds its handler strongly until it has delivered `connectionDidClose`, then
-/// drops it, so a handler that also holds the connection forms no lasting cycle. Handlers may call
-/// any command (`write`, `close`, `pauseReading`, ...) from within a callback.
-public protocol TCPConnectionHandler: AnyObject {
-    /// Bytes arrived. `bytes` points into the loop's shared read buffer and is valid only during
-    /// the call: copy what must outlive it (or pass it straight to another connection's `write`).
-    func connectionDidRead(_ connection: TCPConnection, bytes: UnsafeRawBufferPointer)
-    /// The peer shut down its write side (read returned 0). Reading stops for good. Delivered even
-    /// when our write side is already shut (the connection then closes with `.finished` right after).
-    /// Default: finish our side too (`shutdownWrite()`, which closes once the write queue drained).
-    func connectionDidReadEOF(_ connection: TCPConnection)
-    /// The write queue crossed the high watermark (`false`) or fell back to the low one (`true`).
-    /// A relay pauses the other side's reads on `false` and resumes them on `true`.
-    func connectionWritabilityChanged(_ connection: TCPConnection, isWritable: Bool)
-    /// Every queued byte has been handed to the kernel (the queue went from non-empty to empty).
-    /// On the epoll backend this includes the end of a batch that held small writes, but not a
-    /// large write sending held bytes ahead of itself.
-    func connectionDidDrain(_ connection: TCPConnection)
-    /// The connection is closed and its file descriptor released. Delivered exactly once.
-    func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason)
-}
-
-extension TCPConnectionHandler {
-    public func connectionDidReadEOF(_ connection: TCPConnection) { connection.shutdownWrite() }
-    public func connectionWritabilityChanged(_ connection: TCPConnection, isWritable: Bool) {}
-    public func connectionDidDrain(_ connection: TCPConnection) {}
-}
-
 /// A connected, non-blocking TCP socket registered once with its loop: on the epoll backend
 /// edge-triggered for reading and writing; on the Dispatch backend with a read source that runs
 /// while reading is wanted and a write source that runs only while bytes wait for the socket.
@@ -710,54 +659,5 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         let onFinalClose = onFinalClose
         self.onFinalClose = nil
         onFinalClose?()
-    }
-}
-
-/// A span of queued output in memory the connection allocates and frees itself, so that `writev`
-/// can point at it directly. Small writes are appended into the last chunk (write coalescing).
-struct WriteChunk {
-    let base: UnsafeMutableRawPointer
-    private(set) var count: Int
-    let capacity: Int
-
-    /// Smallest allocation: small writes that queue up share one chunk.
-    static let minimumCapacity = 16 * 1024
-    /// Writes are not appended to a chunk that would grow past this.
-    static let coalesceLimit = 64 * 1024
-
-    /// Capacity of a chunk held for the end of a batch: room for a response head and a small body,
-    /// from malloc's per-thread cache.
-    static let batchedCapacity = 1024
-
-    init(copying bytes: UnsafeRawBufferPointer, minimumCapacity: Int) {
-        capacity = max(bytes.count, minimumCapacity)
-        base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
-        count = bytes.count
-        if let source = bytes.baseAddress { base.copyMemory(from: source, byteCount: bytes.count) }
-    }
-
-    /// Appends when there is room within the coalescing limit; false otherwise.
-    mutating func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard count + bytes.count <= min(capacity, Self.coalesceLimit), let source = bytes.baseAddress else {
-            return bytes.isEmpty
-        }
-        (base + count).copyMemory(from: source, byteCount: bytes.count)
-        count += bytes.count
-        return true
-    }
-
-    func free() { base.deallocate() }
-}
-
-/// A thread-safe counter for connection ids.
-final class IDCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: UInt64 = 0
-
-    func next() -> UInt64 {
-        lock.withLock {
-            value += 1
-            return value
-        }
     }
 }
