@@ -85,7 +85,7 @@ final class HTTP2Frontend {
     var goingAway = false
     var failed = false
     var now = Date(timeIntervalSince1970: 0)
-    private var output = Output()
+    var output = Output()
 
     /// A frontend for the intercepted tunnel of `parent`, whose TLS handshake just chose h2.
     init(parent: ProxySession) throws {
@@ -152,7 +152,7 @@ final class HTTP2Frontend {
 
     // MARK: - Plumbing
 
-    private func step(now: Date, _ body: (HTTP2Frontend) -> Void) -> Output {
+    func step(now: Date, _ body: (HTTP2Frontend) -> Void) -> Output {
         self.now = now
         output = Output()
         body(self)
@@ -171,7 +171,7 @@ final class HTTP2Frontend {
     }
 
     /// Flushes what the session wants to send and handles the events our own commands caused.
-    private func pump() {
+    func pump() {
         while true {
             let bytes = session.takeOutbound()
             if !bytes.isEmpty { output.toClient += bytes }
@@ -182,7 +182,7 @@ final class HTTP2Frontend {
         updateResponsePauses()
     }
 
-    private func process(_ events: [HTTP2Event]) {
+    func process(_ events: [HTTP2Event]) {
         var index = events.startIndex
         while index < events.endIndex {
             let event = events[index]
@@ -222,7 +222,7 @@ final class HTTP2Frontend {
 
     // MARK: - Requests
 
-    private func requestHeaders(stream id: Int32, fields: [HTTP2Header], endStream: Bool) {
+    func requestHeaders(stream id: Int32, fields: [HTTP2Header], endStream: Bool) {
         let head: HTTP2RequestHead
         do {
             head = try HTTP2Message.requestHead(fromH2: fields)
@@ -289,7 +289,7 @@ final class HTTP2Frontend {
         translate(lane: lane, commands)
     }
 
-    private func requestData(stream id: Int32, bytes: [UInt8]) {
+    func requestData(stream id: Int32, bytes: [UInt8]) {
         guard var stream = streams[id] else {
             session.consume(stream: id, bytes: bytes.count)
             return
@@ -307,7 +307,7 @@ final class HTTP2Frontend {
         translate(lane: lane, commands)
     }
 
-    private func requestTrailers(stream id: Int32, fields: [HTTP2Header]) {
+    func requestTrailers(stream id: Int32, fields: [HTTP2Header]) {
         guard let stream = streams[id], let lane = stream.lane, lanes[lane] != nil, stream.chunkedRequest else {
             return
         }
@@ -316,7 +316,7 @@ final class HTTP2Frontend {
         translate(lane: lane, commands)
     }
 
-    private func requestEnded(stream id: Int32) {
+    func requestEnded(stream id: Int32) {
         guard var stream = streams[id], !stream.requestEnded else { return }
         stream.requestEnded = true
         streams[id] = stream
@@ -326,7 +326,7 @@ final class HTTP2Frontend {
     }
 
     /// The stream is over: closed cleanly, reset by either side, or refused.
-    private func streamGone(_ id: Int32, cleanly: Bool) {
+    func streamGone(_ id: Int32, cleanly: Bool) {
         guard let stream = streams.removeValue(forKey: id) else { return }
         if stream.upstreamPaused { pausedStreams -= 1 }
         guard let lane = stream.lane else { return }
@@ -345,7 +345,7 @@ final class HTTP2Frontend {
     }
 
     /// Whether `target` can carry an HTTP/2 `:path` on an HTTP/1.1 request line: origin-form or asterisk-form.
-    private static func isOriginOrAsterisk(_ target: HTTP1RequestTarget) -> Bool {
+    static func isOriginOrAsterisk(_ target: HTTP1RequestTarget) -> Bool {
         switch target {
         case .origin, .asterisk: true
         case .absolute, .authority: false
@@ -353,7 +353,7 @@ final class HTTP2Frontend {
     }
 
     /// `:authority` must name the tunnel's host and port: the minted leaf covers nothing else (RFC 9110 §7.4.2).
-    private func authorityMatchesTunnel(_ authority: String) -> Bool {
+    func authorityMatchesTunnel(_ authority: String) -> Bool {
         guard !authority.isEmpty else { return true }
         var host = Substring(authority)
         var port = 443
@@ -375,7 +375,7 @@ final class HTTP2Frontend {
 
     // MARK: - Lanes
 
-    private func takeLane() -> Int32 {
+    func takeLane() -> Int32 {
         while let lane = idleLanes.popLast() {
             if lanes[lane] != nil { return lane }
         }
@@ -386,7 +386,7 @@ final class HTTP2Frontend {
     }
 
     /// Ends a lane: it logs anything in flight, and the driver closes its upstream and timer.
-    private func closeLane(_ lane: Int32) {
+    func closeLane(_ lane: Int32) {
         guard lanes[lane] != nil else { return }
         let commands = lanes[lane]!.handle(.clientGone, now: now)
         translate(lane: lane, commands)
@@ -397,7 +397,7 @@ final class HTTP2Frontend {
     }
 
     /// Runs a lane's commands: its writes to "the client" become the stream's HTTP/2 response.
-    private func translate(lane: Int32, _ commands: [ProxyCommand]) {
+    func translate(lane: Int32, _ commands: [ProxyCommand]) {
         for command in commands {
             switch command {
             case .respond(let parts):
@@ -424,7 +424,7 @@ final class HTTP2Frontend {
     }
 
     /// The lane session closed itself (fault, timeout, `Connection: close` answer, idle timer).
-    private func laneClosed(_ lane: Int32) {
+    func laneClosed(_ lane: Int32) {
         lanes[lane] = nil
         backedUpLanes.remove(lane)
         idleLanes.removeAll { $0 == lane }
@@ -451,151 +451,23 @@ final class HTTP2Frontend {
         }
     }
 
-    private func setReadsPaused(lane: Int32, _ paused: Bool) {
+    func setReadsPaused(lane: Int32, _ paused: Bool) {
         guard let id = laneStream[lane], streams[id] != nil else { return }
         streams[id]!.readsPaused = paused
         releaseHeldCredit(stream: id)
     }
 
     /// The lane's upstream write queue filled up or drained (`ProxyEvent.upstreamWritable`).
-    private func setUpstreamWritable(lane: Int32, _ writable: Bool) {
+    func setUpstreamWritable(lane: Int32, _ writable: Bool) {
         if writable { backedUpLanes.remove(lane) } else { backedUpLanes.insert(lane) }
         if let id = laneStream[lane] { releaseHeldCredit(stream: id) }
     }
 
     /// Acknowledges the request DATA held back for `id` once neither its lane nor the lane's upstream holds it.
-    private func releaseHeldCredit(stream id: Int32) {
+    func releaseHeldCredit(stream id: Int32) {
         guard let stream = streams[id], !stream.readsPaused, stream.heldConsumption > 0 else { return }
         if let lane = stream.lane, backedUpLanes.contains(lane) { return }
         session.consumeStream(stream: id, bytes: stream.heldConsumption)
         streams[id]!.heldConsumption = 0
-    }
-
-    // MARK: - Responses
-
-    /// A lane wrote something no stream can carry: its stream is reset (INTERNAL_ERROR).
-    private func brokenLane(_ lane: Int32) {
-        guard let id = laneStream[lane], var stream = streams[id], stream.response != .ended else { return }
-        stream.response = .ended
-        streams[id] = stream
-        try? session.resetStream(stream: id, error: .internalError)
-    }
-
-    /// Response parts the lane relayed from its upstream: submitted as the stream's HEADERS, DATA and trailers.
-    private func responseParts(lane: Int32, _ parts: [HTTP1Event]) {
-        guard let id = laneStream[lane], streams[id] != nil else { return }
-        respond(lane: lane, stream: id, parts)
-    }
-
-    /// Submits response parts for stream `id` (a lane's parts carry no end after an interim head).
-    private func respond(lane: Int32, stream id: Int32, _ events: [HTTP1Event]) {
-        guard var stream = streams[id] else { return }
-        for event in events {
-            switch event {
-            case .response(let head, let framing):
-                let fields =
-                    [HTTP2Header(":status", String(head.status))]
-                    + HTTP2Message.h2Fields(fromHTTP1: head.headers.map { HTTP2Header($0.name, $0.value) })
-                if head.isInterim {
-                    if head.status != 101 { try? session.submitInformational(stream: id, headers: fields) }
-                    continue
-                }
-                // A HEAD answer has no body on the stream, whatever its framing says (RFC 9110 §9.3.2).
-                let endStream = framing == .none || stream.method == "HEAD"
-                do {
-                    try session.submitResponse(stream: id, headers: fields, endStream: endStream)
-                    stream.response = endStream ? .ended : .streaming
-                } catch {
-                    stream.response = .ended
-                    try? session.resetStream(stream: id, error: .internalError)
-                }
-            case .body(let slice):
-                guard stream.response == .streaming else { continue }
-                try? session.submitData(stream: id, bytes: Array(slice), endStream: false)
-            case .trailers(let trailers):
-                guard stream.response == .streaming else { continue }
-                let fields = HTTP2Message.h2Fields(fromHTTP1: trailers.map { HTTP2Header($0.name, $0.value) })
-                try? session.submitTrailers(stream: id, headers: fields)
-                stream.response = .ended
-            case .messageEnd:
-                switch stream.response {
-                case .pending:
-                    // The end of an interim (1xx) response: the final one follows.
-                    break
-                case .streaming:
-                    try? session.submitData(stream: id, bytes: [], endStream: true)
-                    stream.response = .ended
-                case .ended:
-                    break
-                }
-            case .upgraded, .request, .failed:
-                // No HTTP/1.1 upgrade can cross an HTTP/2 stream; anything else is a broken lane.
-                if stream.response != .ended {
-                    stream.response = .ended
-                    try? session.resetStream(stream: id, error: .internalError)
-                }
-            }
-        }
-        if stream.response == .streaming && !stream.upstreamPaused
-            && session.bufferedOutboundBytes(stream: id) > Self.responseHighWatermark
-        {
-            stream.upstreamPaused = true
-            pausedStreams += 1
-            output.commands.append(.stream(lane, .pauseUpstreamReads))
-        }
-        streams[id] = stream
-    }
-
-    /// After the session sent what the client's windows allow, a stream with bytes left and no window left is one
-    /// the client is not reading. Those streams pause once the connection as a whole holds too much (a stream
-    /// with an open window is never paused for the others); paused streams resume when their own buffer is low
-    /// and the client reads them again (buffer empty or window open) or the connection fell below its low mark.
-    private func updateResponsePauses() {
-        let total = session.bufferedOutboundTotal
-        let overConnectionMark = total > Self.connectionResponseHighWatermark
-        guard pausedStreams > 0 || overConnectionMark else { return }
-        for (id, stream) in streams {
-            guard let lane = stream.lane else { continue }
-            let buffered = session.bufferedOutboundBytes(stream: id)
-            if stream.upstreamPaused {
-                guard buffered <= Self.responseLowWatermark,
-                    buffered == 0 || total <= Self.connectionResponseLowWatermark || session.sendWindow(stream: id) > 0
-                else { continue }
-                streams[id]?.upstreamPaused = false
-                pausedStreams -= 1
-                output.commands.append(.stream(lane, .resumeUpstreamReads))
-            } else if overConnectionMark && buffered > 0 && stream.response == .streaming
-                && session.sendWindow(stream: id) == 0
-            {
-                streams[id]?.upstreamPaused = true
-                pausedStreams += 1
-                output.commands.append(.stream(lane, .pauseUpstreamReads))
-            }
-        }
-    }
-
-    /// A response the proxy makes itself for a stream no lane serves (421, 405), logged like any request.
-    private func answerLocally(stream id: Int32, status: Int, number: Int, head: HTTP2RequestHead, text: String) {
-        let body = Array((text + "\n").utf8)
-        let fields = [
-            HTTP2Header(":status", String(status)), HTTP2Header("content-type", "text/plain; charset=utf-8"),
-            HTTP2Header("content-length", String(body.count)),
-        ]
-        do {
-            try session.submitResponse(stream: id, headers: fields, endStream: false)
-            try session.submitData(stream: id, bytes: body, endStream: true)
-            streams[id]?.response = .ended
-        } catch {
-            try? session.resetStream(stream: id, error: .internalError)
-        }
-        let url = "\(head.scheme.isEmpty ? "https" : head.scheme)://\(head.authority)\(head.path)"
-        let record = RequestRecord(
-            time: now, clientAddress: template.clientAddress,
-            taskID: template.taskIDPrefix + String(number), method: head.method, url: url,
-            httpProtocol: "h2", source: .urlsession, result: .failed, atsRequired: false, ruleChain: [],
-            rule: text.replacingOccurrences(of: "ats-proxy: ", with: ""), status: status,
-            requestHeaders: head.headers.map { RequestRecord.HeaderField(name: $0.name, value: $0.value) },
-            bytesToClient: body.count)
-        output.commands.append(.log(record))
     }
 }
