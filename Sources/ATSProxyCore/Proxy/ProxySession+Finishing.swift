@@ -118,7 +118,7 @@ extension ProxySession {
         releaseOrCloseUpstream()
         if let tls = clientTLS {
             flushClientTLS(tls)
-            tls.shutdown()
+            TLSLayer(tls).close()
             flushClientTLS(tls)
         }
         commands.append(.cancelTimer)

@@ -1,0 +1,248 @@
+import ATSPolicy
+import ATSTLS
+import ATSTestSupport
+import Foundation
+import Testing
+
+/// Tests for: `TLSLayer`, two engines wired back to back in memory through their layers (a client engine as the
+/// proxy opens upstream, a server engine with a leaf minted by the tests).
+@Suite("TLS layer over two engines in memory")
+struct TLSLayerTests {
+    /// A client layer for `TestPKI.host` (ALPN h2 and http/1.1) and a server layer serving a leaf for it.
+    static func unconnectedPair(maximum: TLSProtocolVersion = .tls13) throws -> (client: TLSLayer, server: TLSLayer) {
+        let requirements = Policies.standard.decide(try RequestTarget(parsing: "https://\(TestPKI.host)/"))
+            .requirements
+        let client = try TestPKI.client().makeConnection(
+            requirements: requirements, host: TestPKI.host, alpn: ["h2", "http/1.1"])
+        let context = TestPKI.serverContext(leaf: TestPKI.leaf(TestPKI.leafSpec()), maximum: maximum)
+        let server = try TLSConnection(context: context, serverName: nil)
+        return (TLSLayer(client), TLSLayer(server))
+    }
+
+    /// Hands `bytes` to `layer` the way the proxy does: to the handshake while it runs, else to `decrypt`; returns
+    /// the plaintext (and fails the test on an end).
+    static func deliver(_ bytes: [UInt8], to layer: TLSLayer) -> [UInt8] {
+        switch layer.state {
+        case .handshaking:
+            if case .failed(let failure) = layer.handshake(bytes) { Issue.record("handshake failed: \(failure)") }
+            return []
+        case .established:
+            let inbound = layer.decrypt(bytes)
+            #expect(inbound.end == nil)
+            return inbound.plaintext
+        case .closed, .failed:
+            Issue.record("delivered to a layer in state \(layer.state)")
+            return []
+        }
+    }
+
+    /// Runs both handshakes through the layers, passing each side's records to the other, until neither has
+    /// anything to send (the client's first step starts it).
+    static func connect(_ client: TLSLayer, _ server: TLSLayer) {
+        _ = client.handshake([])
+        for _ in 0..<10 {
+            let toServer = client.takeRecords()
+            let toClient = server.takeRecords()
+            if toServer.isEmpty && toClient.isEmpty && server.state != .handshaking { return }
+            #expect(deliver(toServer, to: server).isEmpty)
+            #expect(deliver(toClient, to: client).isEmpty)
+        }
+    }
+
+    /// A connected pair, both established.
+    static func connectedPair(maximum: TLSProtocolVersion = .tls13) throws -> (client: TLSLayer, server: TLSLayer) {
+        let pair = try unconnectedPair(maximum: maximum)
+        connect(pair.client, pair.server)
+        return pair
+    }
+
+    static func pattern(_ count: Int, seed: Int = 0) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &+ $0 >> 8) }
+    }
+
+    @Test(arguments: [TLSProtocolVersion.tls12, .tls13])
+    func handshakeStepsUntilBothSidesAreEstablished(version: TLSProtocolVersion) throws {
+        let (client, server) = try Self.unconnectedPair(maximum: version)
+        #expect(client.state == .handshaking && server.state == .handshaking)
+        // The client speaks first: its ClientHello is waiting, and it needs the server's answer.
+        #expect(client.handshake([]) == .needsInput)
+        #expect(client.hasRecords)
+        let hello = client.takeRecords()
+        #expect(hello.first == 0x16)  // a handshake record
+        #expect(!client.hasRecords && client.takeRecords().isEmpty)
+        #expect(server.handshake(hello) == .needsInput)
+        #expect(client.handshake(server.takeRecords()) == .complete)
+        #expect(client.state == .established)
+        #expect(server.state == .handshaking)
+        #expect(server.handshake(client.takeRecords()) == .complete)
+        #expect(server.state == .established)
+        #expect(client.engine.negotiatedALPN == "h2" && server.engine.negotiatedALPN == "h2")
+        #expect(client.engine.negotiatedVersion == version)
+        // What the server sent after completing (TLS 1.3 session tickets) decrypts to nothing.
+        let inbound = client.decrypt(server.takeRecords())
+        #expect(inbound == TLSLayer.Inbound(plaintext: [], end: nil))
+    }
+
+    @Test func applicationDataFlowsBothWays() throws {
+        let (client, server) = try Self.connectedPair()
+        let request = Array("GET / HTTP/1.1\r\nHost: ats.test\r\n\r\n".utf8)
+        #expect(client.seal(request))
+        #expect(client.hasRecords)
+        let records = client.takeRecords()
+        #expect(records.count > request.count)  // sealed, not the plaintext
+        #expect(server.decrypt(records) == TLSLayer.Inbound(plaintext: request, end: nil))
+        let response = Array("HTTP/1.1 204 No Content\r\n\r\n".utf8)
+        #expect(server.seal(response))
+        #expect(server.seal([]))  // nothing to seal: still fine, no record
+        #expect(client.decrypt(server.takeRecords()) == TLSLayer.Inbound(plaintext: response, end: nil))
+        // Nothing buffered: nothing to decrypt.
+        #expect(client.decrypt([]) == TLSLayer.Inbound(plaintext: [], end: nil))
+    }
+
+    @Test func everyRecordOfOneFeedComesBackInOnePiece() throws {
+        let (client, server) = try Self.connectedPair()
+        // 300 KiB sealed in pieces of 20,000 bytes: about 20 records, more than one engine read (64 KiB) holds,
+        // and more than the layer reads at once (256 KiB).
+        let body = Self.pattern(300 * 1024)
+        var offset = 0
+        while offset < body.count {
+            let end = min(offset + 20_000, body.count)
+            #expect(server.seal(Array(body[offset..<end])))
+            offset = end
+        }
+        let records = server.takeRecords()
+        let inbound = client.decrypt(records)
+        #expect(inbound.end == nil)
+        #expect(inbound.plaintext.count == body.count)
+        #expect(inbound.plaintext == body)
+    }
+
+    @Test func aRecordSplitAcrossFeedsIsHeldUntilItCompletes() throws {
+        let (client, server) = try Self.connectedPair()
+        let first = Self.pattern(10_000, seed: 1)
+        let second = Self.pattern(90_000, seed: 2)
+        #expect(server.seal(first))
+        let firstRecords = server.takeRecords()
+        #expect(server.seal(second))
+        let secondRecords = server.takeRecords()
+        // The first record whole plus part of the next: only the first decrypts.
+        let cut = 3_000
+        #expect(client.decrypt(firstRecords + secondRecords[..<cut]).plaintext == first)
+        // Byte by byte through a header: nothing yet.
+        for index in cut..<(cut + 4) {
+            #expect(client.decrypt([secondRecords[index]]) == TLSLayer.Inbound(plaintext: [], end: nil))
+        }
+        // The rest (records buffered inside OpenSSL and in the engine together) in one piece.
+        let rest = client.decrypt(Array(secondRecords[(cut + 4)...]))
+        #expect(rest == TLSLayer.Inbound(plaintext: second, end: nil))
+    }
+
+    @Test func closeNotifyEndsTheStreamAfterTheDataBeforeIt() throws {
+        let (client, server) = try Self.connectedPair()
+        let last = Array("the last words".utf8)
+        #expect(server.seal(last))
+        server.close()
+        #expect(server.state == .closed)
+        #expect(!server.seal(Array("dropped".utf8)))
+        let records = server.takeRecords()
+        #expect(client.decrypt(records) == TLSLayer.Inbound(plaintext: last, end: .closed))
+        #expect(client.state == .closed)
+        // After the end: the end again, bytes dropped, nothing sealed.
+        #expect(client.decrypt(Array("more".utf8)) == TLSLayer.Inbound(plaintext: [], end: .closed))
+        #expect(!client.seal(Array("late".utf8)))
+        #expect(!client.hasRecords)
+        client.close()  // nothing to close any more
+        #expect(client.state == .closed && !client.hasRecords)
+    }
+
+    @Test func theTransportsEndAfterTheHandshakeIsAClose() throws {
+        let (client, _) = try Self.connectedPair()
+        client.receiveEnd()
+        #expect(client.decrypt([]) == TLSLayer.Inbound(plaintext: [], end: .closed))
+        #expect(client.state == .closed)
+    }
+
+    @Test func aGarbageRecordFailsTheConnection() throws {
+        let (client, server) = try Self.connectedPair()
+        let good = Array("fine".utf8)
+        #expect(server.seal(good))
+        // An application-data record of 32 random-looking bytes: its tag cannot verify (bad_record_mac).
+        let garbage: [UInt8] = [0x17, 0x03, 0x03, 0x00, 0x20] + Self.pattern(32, seed: 7)
+        let inbound = client.decrypt(server.takeRecords() + garbage)
+        #expect(inbound.plaintext == good)
+        guard case .failed(let failure)? = inbound.end else {
+            Issue.record("expected a failure, got \(String(describing: inbound.end))")
+            return
+        }
+        #expect(failure.reason == .other || failure.reason == .notTLS, "\(failure)")
+        #expect(!failure.errors.isEmpty)
+        #expect(client.state == .failed)
+        #expect(client.decrypt([]) == TLSLayer.Inbound(plaintext: [], end: .failed(failure)))
+        #expect(!client.seal(good))
+        // The engine told the peer why (a fatal alert record).
+        #expect(client.takeRecords().first == 0x15)
+    }
+
+    @Test func bytesThatAreNotTLSFailTheHandshake() throws {
+        let (_, server) = try Self.unconnectedPair()
+        guard case .failed(let failure) = server.handshake(Array("GET / HTTP/1.1\r\nHost: ats.test\r\n\r\n".utf8))
+        else {
+            Issue.record("the handshake did not fail")
+            return
+        }
+        #expect(failure.reason == .notTLS, "\(failure)")
+        #expect(server.state == .failed)
+        server.close()  // nothing to close: no close_notify
+        #expect(server.state == .failed)
+    }
+
+    @Test func theTransportsEndDuringTheHandshakeFailsIt() throws {
+        let (client, server) = try Self.unconnectedPair()
+        #expect(client.handshake([]) == .needsInput)
+        _ = server.handshake(client.takeRecords())
+        client.receiveEnd()
+        #expect(client.handshake([]) == .failed(TLSFailure(reason: .closedWithoutAlert, errors: [])))
+        #expect(client.state == .failed)
+    }
+
+    // MARK: - Illegal calls trap (in a child process each, naming the state)
+
+    /// The standard error of a child that trapped, as text.
+    static func trapMessage(_ result: ExitTest.Result?) -> String {
+        String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    }
+
+    @Test func handshakeOnceEstablishedTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let (client, _) = try TLSLayerTests.connectedPair()
+            _ = client.handshake([])
+        }
+        #expect(Self.trapMessage(result).contains("TLSLayer.handshake in state established"))
+    }
+
+    @Test func handshakeAfterAFailureTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let (_, server) = try TLSLayerTests.unconnectedPair()
+            _ = server.handshake(Array("not TLS at all, clearly".utf8))
+            _ = server.handshake([])
+        }
+        #expect(Self.trapMessage(result).contains("TLSLayer.handshake in state failed"))
+    }
+
+    @Test func decryptBeforeTheHandshakeCompletedTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let (client, _) = try TLSLayerTests.unconnectedPair()
+            _ = client.decrypt([])
+        }
+        #expect(Self.trapMessage(result).contains("TLSLayer.decrypt in state handshaking"))
+    }
+
+    @Test func sealBeforeTheHandshakeCompletedTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let (client, _) = try TLSLayerTests.unconnectedPair()
+            _ = client.handshake([])
+            _ = client.seal(Array("too early".utf8))
+        }
+        #expect(Self.trapMessage(result).contains("TLSLayer.seal in state handshaking"))
+    }
+}
