@@ -122,11 +122,8 @@ public struct TLSLayer {
             preconditionFailure("TLSLayer.decrypt in state \(state)")
         }
         engine.receive(ciphertext)
-        // The plaintext of the buffered bytes is smaller than they are, plus at most one record OpenSSL has
-        // already taken in (it reads no further ahead): so one read holds it all and the result is never joined.
-        let maximum = min(
-            max(ReadScratch.size, engine.unreadInboundCount + Self.largestRecordPlaintext), Self.largestRead)
         var plaintext: [UInt8] = []
+        let maximum = Self.readSize(unread: engine.unreadInboundCount)
         while true {
             switch engine.read(maximum: maximum) {
             case .data(let bytes):
@@ -139,6 +136,17 @@ public struct TLSLayer {
                 return Inbound(plaintext: plaintext, end: .failed(failure))
             }
         }
+    }
+
+    /// How much one engine read may collect when `unread` peer bytes wait: the plaintext of buffered bytes is
+    /// smaller than they are, plus at most one record OpenSSL has already taken in (it reads no further ahead),
+    /// so one read holds it all and nothing is joined. Rounded up to whole `ReadScratch.size` steps (the
+    /// thread's scratch buffer grows to it at most a few times), and at most `largestRead`.
+    static func readSize(unread: Int) -> Int {
+        let needed = unread + largestRecordPlaintext
+        guard needed > ReadScratch.size else { return ReadScratch.size }
+        let steps = (needed + ReadScratch.size - 1) / ReadScratch.size
+        return min(steps * ReadScratch.size, largestRead)
     }
 
     /// Encrypts `plaintext` into records for the peer (`takeRecords()`). Returns false when nothing was sealed

@@ -1,8 +1,10 @@
 import ATSPolicy
-import ATSTLS
 import ATSTestSupport
+import Dispatch
 import Foundation
 import Testing
+
+@testable import ATSTLS
 
 /// Tests for: `TLSLayer`, two engines wired back to back in memory through their layers (a client engine as the
 /// proxy opens upstream, a server engine with a leaf minted by the tests).
@@ -257,5 +259,67 @@ struct TLSLayerTests {
             _ = client.seal(Array("too early".utf8))
         }
         #expect(Self.trapMessage(result).contains("TLSLayer.seal in state handshaking"))
+    }
+
+    @Test func oneReadHoldsWhatALoopReadDelivers() {
+        #expect(TLSLayer.readSize(unread: 0) == 64 * 1024)
+        #expect(TLSLayer.readSize(unread: 48 * 1024) == 64 * 1024)
+        // A full 64 KiB socket read with most of a record left from the last one.
+        #expect(TLSLayer.readSize(unread: 64 * 1024 + 16_000) == 128 * 1024)
+        #expect(TLSLayer.readSize(unread: 10 * 1024 * 1024) == 256 * 1024)
+    }
+
+    // MARK: - Measurement (run with ATS_TLS_BENCH=1, ideally `-c release -Xswiftc -enable-testing`)
+
+    /// Seals `count` messages of `size` bytes on `server` and returns each message's records.
+    static func sealedFeeds(_ server: TLSLayer, count: Int, size: Int) -> [[UInt8]] {
+        let message = pattern(size)
+        return (0..<count).map { _ in
+            server.seal(message)
+            return server.takeRecords()
+        }
+    }
+
+    /// CPU seconds of the calling thread.
+    static func threadCPU() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+
+    /// The decrypt side, per feed: the loop the session had (receive, read until it needs input, handing each
+    /// piece on) against `TLSLayer.decrypt`; small records as in keep-alive requests, 64 KiB feeds as in bulk.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["ATS_TLS_BENCH"] != nil))
+    func decryptCostsNoMoreThanTheHandWrittenLoop() throws {
+        for (count, size) in [(50_000, 300), (400, 64 * 1024 - 512)] {
+            var results: [String] = []
+            for round in 0..<2 {
+                // Alternate the order so that neither side always runs on a warmer cache.
+                for useLayer in round == 0 ? [false, true] : [true, false] {
+                    let (client, server) = try Self.connectedPair()
+                    let feeds = Self.sealedFeeds(server, count: count, size: size)
+                    var total = 0
+                    let start = Self.threadCPU()
+                    if useLayer {
+                        for feed in feeds { total += client.decrypt(feed).plaintext.count }
+                    } else {
+                        let engine = client.engine
+                        for feed in feeds {
+                            engine.receive(feed)
+                            reading: while true {
+                                switch engine.read() {
+                                case .data(let bytes): total += bytes.count
+                                case .needsInput, .closed, .failed: break reading
+                                }
+                            }
+                        }
+                    }
+                    let perFeed = (Self.threadCPU() - start) / Double(count) * 1e9
+                    #expect(total == count * size)
+                    results.append("\(useLayer ? "layer" : "loop") \(Int(perFeed)) ns")
+                }
+            }
+            print("BENCH decrypt \(size) B per feed: \(results.joined(separator: ", "))")
+        }
     }
 }
