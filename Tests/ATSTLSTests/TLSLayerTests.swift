@@ -222,9 +222,14 @@ struct TLSLayerTests {
 
     // MARK: - Illegal calls trap (in a child process each, naming the state)
 
-    /// The standard error of a child that trapped, as text.
-    static func trapMessage(_ result: ExitTest.Result?) -> String {
-        String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    /// Whether the child's standard error names the trap (`expected`). Optimized builds trap without the
+    /// message, so there only the exit itself is checked.
+    static func trapNames(_ expected: String, _ result: ExitTest.Result?) -> Bool {
+        #if DEBUG
+            String(decoding: result?.standardErrorContent ?? [], as: UTF8.self).contains(expected)
+        #else
+            result != nil
+        #endif
     }
 
     @Test func handshakeOnceEstablishedTraps() async {
@@ -232,7 +237,7 @@ struct TLSLayerTests {
             let (client, _) = try TLSLayerTests.connectedPair()
             _ = client.handshake([])
         }
-        #expect(Self.trapMessage(result).contains("TLSLayer.handshake in state established"))
+        #expect(Self.trapNames("TLSLayer.handshake in state established", result))
     }
 
     @Test func handshakeAfterAFailureTraps() async {
@@ -241,7 +246,7 @@ struct TLSLayerTests {
             _ = server.handshake(Array("not TLS at all, clearly".utf8))
             _ = server.handshake([])
         }
-        #expect(Self.trapMessage(result).contains("TLSLayer.handshake in state failed"))
+        #expect(Self.trapNames("TLSLayer.handshake in state failed", result))
     }
 
     @Test func decryptBeforeTheHandshakeCompletedTraps() async {
@@ -249,7 +254,7 @@ struct TLSLayerTests {
             let (client, _) = try TLSLayerTests.unconnectedPair()
             _ = client.decrypt([])
         }
-        #expect(Self.trapMessage(result).contains("TLSLayer.decrypt in state handshaking"))
+        #expect(Self.trapNames("TLSLayer.decrypt in state handshaking", result))
     }
 
     @Test func sealBeforeTheHandshakeCompletedTraps() async {
@@ -258,7 +263,7 @@ struct TLSLayerTests {
             _ = client.handshake([])
             _ = client.seal(Array("too early".utf8))
         }
-        #expect(Self.trapMessage(result).contains("TLSLayer.seal in state handshaking"))
+        #expect(Self.trapNames("TLSLayer.seal in state handshaking", result))
     }
 
     @Test func oneReadHoldsWhatALoopReadDelivers() {
