@@ -49,13 +49,17 @@ public enum AttemptFailure: Error, Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// Drives an engine's handshake over a blocking stream: send what the engine produced, read when
-/// it needs input, until it completes or fails.
+/// Drives an engine's handshake over a blocking stream (through its `TLSLayer`): send what the engine produced,
+/// read when it needs input, until it completes or fails.
 public enum HandshakePump {
+    /// Runs the handshake of `connection` (not started yet) over `stream`; nil when it completed.
     public static func run(_ connection: TLSConnection, over stream: any HandshakeStream) -> AttemptFailure? {
+        let layer = TLSLayer(connection)
+        var received: [UInt8] = []
         while true {
-            let progress = connection.handshake()
-            let outbound = connection.takeOutbound()
+            let progress = layer.handshake(received)
+            received = []
+            let outbound = layer.takeRecords()
             if !outbound.isEmpty {
                 do {
                     try stream.send(outbound)
@@ -72,13 +76,13 @@ public enum HandshakePump {
                 return .handshake(failure)
             case .needsInput:
                 do {
-                    let bytes = try stream.receive()
-                    if bytes.isEmpty { connection.receiveEOF() } else { connection.receive(bytes) }
+                    received = try stream.receive()
+                    if received.isEmpty { layer.receiveEnd() }
                 } catch {
                     if error == .reset {
                         // Whatever arrived before the reset may hold an alert; otherwise it is an abort.
-                        connection.receiveEOF()
-                        if case .failed(let failure) = connection.handshake(), failure.reason != .closedWithoutAlert {
+                        layer.receiveEnd()
+                        if case .failed(let failure) = layer.handshake([]), failure.reason != .closedWithoutAlert {
                             return .handshake(failure)
                         }
                         return .handshake(TLSFailure(reason: .resetDuringHandshake, errors: []))

@@ -375,6 +375,9 @@ public final class TLSConnection {
     /// Whether network bytes are waiting to be sent.
     public var hasOutbound: Bool { !outbound.isEmpty }
 
+    /// Peer bytes received and not yet taken in by OpenSSL (`TLSLayer` sizes its reads from it).
+    var unreadInboundCount: Int { inbound.count - inboundOffset }
+
     /// Takes every pending network byte.
     public func takeOutbound() -> [UInt8] {
         defer { outbound = [] }

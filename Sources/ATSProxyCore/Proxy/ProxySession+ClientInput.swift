@@ -10,19 +10,16 @@ extension ProxySession {
         switch phase {
         case .http:
             if let tls = clientTLS {
-                tls.receive(bytes)
-                drainClientTLS(tls)
+                drainClientTLS(tls, bytes)
             } else {
                 feedParser(bytes)
             }
         case .clientHandshake:
             guard let tls = clientTLS else { return close() }
-            tls.receive(bytes)
-            continueClientHandshake(tls)
+            continueClientHandshake(tls, bytes)
         case .relay:
             if let tls = clientTLS {
-                tls.receive(bytes)
-                drainClientTLS(tls)
+                drainClientTLS(tls, bytes)
             } else {
                 sendToUpstream(bytes)
             }
@@ -30,15 +27,16 @@ extension ProxySession {
             pendingUpstream.append(contentsOf: bytes)
         case .h2:
             guard let tls = clientTLS else { return close() }
-            tls.receive(bytes)
-            drainClientTLS(tls)
+            drainClientTLS(tls, bytes)
         case .closed:
             break
         }
     }
 
-    mutating func continueClientHandshake(_ tls: TLSConnection) {
-        let progress = tls.handshake()
+    /// Feeds the client's `ciphertext` to the handshake and sends what the engine answers; once complete, picks
+    /// HTTP/2 or HTTP/1.1 from ALPN and processes the application data that came with the last flight.
+    mutating func continueClientHandshake(_ tls: TLSConnection, _ ciphertext: [UInt8]) {
+        let progress = TLSLayer(tls).handshake(ciphertext)
         flushClientTLS(tls)
         switch progress {
         case .needsInput:
@@ -49,34 +47,30 @@ extension ProxySession {
             } else {
                 phase = .http
             }
-            drainClientTLS(tls)
+            drainClientTLS(tls, [])
         case .failed(let failure):
             logClientHandshakeFailure(failure)
             close()
         }
     }
 
-    /// Reads every decrypted byte the client TLS engine holds and processes it.
-    mutating func drainClientTLS(_ tls: TLSConnection) {
-        while true {
-            switch tls.read() {
-            case .data(let plain):
-                switch phase {
-                case .relay: sendToUpstream(plain)
-                case .h2: http2Bytes(plain)
-                case .http, .clientHandshake, .passthroughProbe, .passthroughConnecting, .closed: feedParser(plain)
-                }
-                if case .closed = phase { return }
-            case .needsInput:
-                flushClientTLS(tls)
-                return
-            case .closed:
-                clientEOF()
-                return
-            case .failed:
-                close()
-                return
+    /// Decrypts the client's `ciphertext` (with what the engine buffered) and processes the plaintext in one piece,
+    /// then the client's end: close_notify is the client's EOF, a bad record closes the connection.
+    mutating func drainClientTLS(_ tls: TLSConnection, _ ciphertext: [UInt8]) {
+        let inbound = TLSLayer(tls).decrypt(ciphertext)
+        if !inbound.plaintext.isEmpty {
+            switch phase {
+            case .relay: sendToUpstream(inbound.plaintext)
+            case .h2: http2Bytes(inbound.plaintext)
+            case .http, .clientHandshake, .passthroughProbe, .passthroughConnecting, .closed:
+                feedParser(inbound.plaintext)
             }
+            if case .closed = phase { return }
+        }
+        switch inbound.end {
+        case nil: flushClientTLS(tls)
+        case .closed?: clientEOF()
+        case .failed?: close()
         }
     }
 
@@ -116,8 +110,7 @@ extension ProxySession {
                 requestEnd(trailers: nil)
             case .upgraded(let remaining):
                 if case .clientHandshake = phase, let tls = clientTLS {
-                    tls.receive(Array(remaining))
-                    continueClientHandshake(tls)
+                    continueClientHandshake(tls, Array(remaining))
                 } else if !remaining.isEmpty {
                     pendingUpstream.append(contentsOf: remaining)
                 }

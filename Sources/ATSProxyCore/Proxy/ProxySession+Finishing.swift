@@ -120,7 +120,7 @@ extension ProxySession {
         releaseOrCloseUpstream()
         if let tls = clientTLS {
             flushClientTLS(tls)
-            tls.shutdown()
+            TLSLayer(tls).close()
             flushClientTLS(tls)
         }
         commands.append(.cancelTimer)

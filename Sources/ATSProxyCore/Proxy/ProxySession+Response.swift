@@ -4,22 +4,18 @@ import Foundation
 
 /// Responses: the upstream's bytes through its TLS engine and the HTTP/1.1 parser, or an HTTP/2 channel's parts, relayed to the client (as HTTP/1.1 text) or to a lane's stream (as parts).
 extension ProxySession {
-    mutating func drainUpstreamTLS(_ tls: TLSConnection) {
-        while true {
-            switch tls.read() {
-            case .data(let plain):
-                upstreamPlain(plain)
-                if case .closed = phase { return }
-            case .needsInput:
-                flushUpstreamTLS(tls)
-                return
-            case .closed:
-                upstreamEOF(reset: false)
-                return
-            case .failed:
-                upstreamEOF(reset: true)
-                return
-            }
+    /// Decrypts the origin's `ciphertext` (with what the engine buffered) and processes the plaintext in one piece,
+    /// then the origin's end: close_notify is its EOF, a bad record or a fatal alert a reset.
+    mutating func drainUpstreamTLS(_ tls: TLSConnection, _ ciphertext: [UInt8]) {
+        let inbound = TLSLayer(tls).decrypt(ciphertext)
+        if !inbound.plaintext.isEmpty {
+            upstreamPlain(inbound.plaintext)
+            if case .closed = phase { return }
+        }
+        switch inbound.end {
+        case nil: flushUpstreamTLS(tls)
+        case .closed?: upstreamEOF(reset: false)
+        case .failed?: upstreamEOF(reset: true)
         }
     }
 

@@ -26,7 +26,7 @@ extension ProxySession {
                 let tls = try services.upstreamTLS.makeConnection(
                     requirements: offered, host: key.host, port: key.port, alpn: key.http1Only ? ["http/1.1"] : nil)
                 upstream = .handshaking(key, tls)
-                continueUpstreamHandshake(key, tls)
+                continueUpstreamHandshake(key, tls, [])
             } catch {
                 let verdict = UpstreamVerdict.failed(
                     .transport(.other("cannot create the upstream TLS engine: \(error)")),
@@ -64,12 +64,10 @@ extension ProxySession {
     mutating func upstreamBytes(_ bytes: [UInt8]) {
         switch upstream {
         case .handshaking(let key, let tls):
-            tls.receive(bytes)
-            continueUpstreamHandshake(key, tls)
+            continueUpstreamHandshake(key, tls, bytes)
         case .ready(_, let tls):
             if let tls {
-                tls.receive(bytes)
-                drainUpstreamTLS(tls)
+                drainUpstreamTLS(tls, bytes)
             } else {
                 upstreamPlain(bytes)
             }
@@ -78,8 +76,10 @@ extension ProxySession {
         }
     }
 
-    mutating func continueUpstreamHandshake(_ key: UpstreamKey, _ tls: TLSConnection) {
-        let progress = tls.handshake()
+    /// Feeds the origin's `ciphertext` to the upstream handshake and sends what the engine answers; once complete,
+    /// judges it, then hands an h2 engine to a shared link or reads what came with the last flight itself.
+    mutating func continueUpstreamHandshake(_ key: UpstreamKey, _ tls: TLSConnection, _ ciphertext: [UInt8]) {
+        let progress = TLSLayer(tls).handshake(ciphertext)
         flushUpstreamTLS(tls)
         switch progress {
         case .needsInput:
@@ -141,7 +141,7 @@ extension ProxySession {
             }
             upstream = .ready(key, tls)
             flushPendingUpstream()
-            drainUpstreamTLS(tls)
+            drainUpstreamTLS(tls, [])
         }
     }
 
@@ -153,8 +153,8 @@ extension ProxySession {
         }
         if case .handshaking(let key, let tls) = upstream {
             // Closed mid-handshake: let the engine say so (closed without alert, -9816).
-            tls.receiveEOF()
-            continueUpstreamHandshake(key, tls)
+            TLSLayer(tls).receiveEnd()
+            continueUpstreamHandshake(key, tls, [])
             if case .handshaking = upstream {
                 upstream = .none
                 commands.append(.closeUpstream)

@@ -32,7 +32,7 @@ extension ProxySession {
         switch upstream {
         case .ready(_, let tls):
             if let tls {
-                tls.write(plain)
+                TLSLayer(tls).seal(plain)
                 flushUpstreamTLS(tls)
             } else {
                 commands.append(.writeToUpstream(plain))
@@ -101,16 +101,19 @@ extension ProxySession {
 
     /// Encrypts the plaintext `sendToClient` gathered and queues every record the engine holds.
     mutating func flushClientTLS(_ tls: TLSConnection) {
+        let layer = TLSLayer(tls)
         if !clientPlain.isEmpty {
             let plain = clientPlain
             clientPlain = []
-            tls.write(plain)
+            layer.seal(plain)
         }
-        if tls.hasOutbound { commands.append(.writeToClient(tls.takeOutbound())) }
+        if layer.hasRecords { commands.append(.writeToClient(layer.takeRecords())) }
     }
 
+    /// Queues every record the upstream TLS engine holds.
     mutating func flushUpstreamTLS(_ tls: TLSConnection) {
-        if tls.hasOutbound { commands.append(.writeToUpstream(tls.takeOutbound())) }
+        let layer = TLSLayer(tls)
+        if layer.hasRecords { commands.append(.writeToUpstream(layer.takeRecords())) }
     }
 
     // MARK: - HTTP/2 clients

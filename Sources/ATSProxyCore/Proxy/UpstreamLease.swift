@@ -56,15 +56,13 @@ public final class UpstreamLease: @unchecked Sendable {
         case discard
     }
 
-    /// Feeds bytes that arrived while the connection was parked.
+    /// Feeds bytes that arrived while the connection was parked: kept (with the records the engine answered)
+    /// when they decrypt to nothing and did not end the connection; discarded otherwise, and when cleartext.
     public func absorbWhileIdle(_ bytes: [UInt8]) -> IdleVerdict {
         guard let tls else { return .discard }
-        tls.receive(bytes)
-        switch tls.read() {
-        case .needsInput:
-            return .keep(tls.hasOutbound ? tls.takeOutbound() : [])
-        case .data, .closed, .failed:
-            return .discard
-        }
+        let layer = TLSLayer(tls)
+        let inbound = layer.decrypt(bytes)
+        guard inbound.plaintext.isEmpty, inbound.end == nil else { return .discard }
+        return .keep(layer.takeRecords())
     }
 }

@@ -76,8 +76,8 @@ public final class UpstreamH2Link {
 
     /// The HTTP/2 endpoint (client role).
     let session: HTTP2Session
-    /// The established upstream TLS engine, or nil for cleartext HTTP/2 with prior knowledge.
-    let tls: TLSConnection?
+    /// The established upstream TLS engine's layer, or nil for cleartext HTTP/2 with prior knowledge.
+    let tls: TLSLayer?
     /// `:scheme` of every request: `https` over TLS, `http` otherwise.
     let scheme: String
     /// Where the link is in its life.
@@ -117,7 +117,7 @@ public final class UpstreamH2Link {
     /// Call `start()` next and send its output.
     /// - Throws: `HTTP2SessionError` if nghttp2 cannot create the session.
     public init(tls: TLSConnection?, configuration: HTTP2Configuration = UpstreamH2Link.defaultConfiguration) throws {
-        self.tls = tls
+        self.tls = tls.map(TLSLayer.init)
         scheme = tls == nil ? "http" : "https"
         session = try HTTP2Session(role: .client, configuration: configuration)
     }
@@ -229,7 +229,7 @@ public final class UpstreamH2Link {
         case .closed:
             return []
         case .active, .goingAway:
-            tls?.receiveEOF()
+            tls?.receiveEnd()
             transportClosed()
             return finish()
         }
@@ -267,22 +267,9 @@ public final class UpstreamH2Link {
             if !network.isEmpty { handleSessionEvents(session.receive(network)) }
             return false
         }
-        tls.receive(network)
-        var plaintext: [UInt8] = []
-        var ended = false
-        reading: while true {
-            switch tls.read() {
-            case .data(let bytes):
-                if plaintext.isEmpty { plaintext = bytes } else { plaintext += bytes }
-            case .needsInput:
-                break reading
-            case .closed, .failed:
-                ended = true
-                break reading
-            }
-        }
-        if !plaintext.isEmpty { handleSessionEvents(session.receive(plaintext)) }
-        return ended
+        let inbound = tls.decrypt(network)
+        if !inbound.plaintext.isEmpty { handleSessionEvents(session.receive(inbound.plaintext)) }
+        return inbound.end != nil
     }
 
     /// Ends the current call: settles session events, deferred parser resumes and outbound frames, checks
@@ -364,7 +351,7 @@ public final class UpstreamH2Link {
         case .goingAway where openStreams.isEmpty:
             state = .closed
             closeRequested = true
-            tls?.shutdown()
+            tls?.close()
         case .active, .goingAway, .closed:
             break
         }
@@ -373,8 +360,8 @@ public final class UpstreamH2Link {
     /// Plaintext through the TLS engine, or as is.
     private func encrypt(_ plaintext: [UInt8]) -> [UInt8] {
         guard let tls else { return plaintext }
-        if !plaintext.isEmpty && tls.write(plaintext) == 0 { failLink(.internalError) }
-        return tls.takeOutbound()
+        if !plaintext.isEmpty && !tls.seal(plaintext) { failLink(.internalError) }
+        return tls.takeRecords()
     }
 
     /// The transport ended: unfinished exchanges are reset, the link is closed.
