@@ -56,24 +56,40 @@ public enum HTTP2MessageError: Error, Hashable, Sendable {
 /// it is exactly `trailers`; `Host` becomes `:authority`. Towards HTTP/1.1 `cookie` crumbs are joined with `; `
 /// (RFC 9113 §8.2.3) and `host` is added from `:authority` when missing. Pure functions, thread-safe.
 public enum HTTP2Message {
-    /// Fields that never appear on HTTP/2.
-    static let connectionSpecific: Set<String> = [
-        "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade",
-    ]
+    /// Whether `name` (lower-case) is one of the fields that never appear on HTTP/2 (`connection`, `keep-alive`,
+    /// `proxy-connection`, `transfer-encoding`, `upgrade`) or `host`: compared by length first, without hashing
+    /// (this runs for every field of every message crossing between the protocols).
+    static func isDroppedTowardsH2(_ name: String) -> Bool {
+        switch name.utf8.count {
+        case 4: name == "host"
+        case 7: name == "upgrade"
+        case 10: name == "connection" || name == "keep-alive"
+        case 16: name == "proxy-connection"
+        case 17: name == "transfer-encoding"
+        default: false
+        }
+    }
+
+    /// `name` in lower case, allocating only when it has an upper-case letter (HTTP/2 names, and most sent by
+    /// HTTP/1.1 software in practice for the common fields, do not).
+    static func lowercasedName(_ name: String) -> String {
+        name.utf8.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") } ? name.lowercased() : name
+    }
 
     /// HTTP/1.1 fields made valid for HTTP/2: lower-case names, connection-specific fields (and `host`) removed,
     /// `te` kept only as `trailers`. Order is preserved.
     public static func h2Fields(fromHTTP1 headers: [HTTP2Header]) -> [HTTP2Header] {
         var nominated: Set<String> = []
-        for header in headers where header.name.lowercased() == "connection" {
+        for header in headers where header.name.utf8.count == 10 && lowercasedName(header.name) == "connection" {
             for token in header.value.split(separator: ",") {
                 nominated.insert(token.trimmingSpaces().lowercased())
             }
         }
         var result: [HTTP2Header] = []
+        result.reserveCapacity(headers.count)
         for header in headers {
-            let name = header.name.lowercased()
-            if name.hasPrefix(":") || name == "host" || connectionSpecific.contains(name) || nominated.contains(name) {
+            let name = lowercasedName(header.name)
+            if name.hasPrefix(":") || isDroppedTowardsH2(name) || (!nominated.isEmpty && nominated.contains(name)) {
                 continue
             }
             if name == "te" {
@@ -109,17 +125,18 @@ public enum HTTP2Message {
     /// Reads a request header list (as received by a server session) as an HTTP/1.1-style head.
     /// - Throws: `HTTP2MessageError` for missing, duplicate, unknown or misplaced pseudo-headers.
     public static func requestHead(fromH2 fields: [HTTP2Header]) throws -> HTTP2RequestHead {
-        let (pseudo, regular) = try split(fields, allowed: [":method", ":scheme", ":authority", ":path", ":protocol"])
-        guard let method = pseudo[":method"] else { throw HTTP2MessageError.missingPseudoHeader(":method") }
-        let authority = pseudo[":authority"] ?? ""
-        if method == "CONNECT" && pseudo[":protocol"] == nil {
+        var pseudo = RequestPseudoHeaders()
+        let regular = try split(fields) { (field) throws(HTTP2MessageError) in try pseudo.take(field) }
+        guard let method = pseudo.method else { throw HTTP2MessageError.missingPseudoHeader(":method") }
+        let authority = pseudo.authority ?? ""
+        if method == "CONNECT" && pseudo.protocolName == nil {
             guard !authority.isEmpty else { throw HTTP2MessageError.missingPseudoHeader(":authority") }
             return HTTP2RequestHead(
                 method: method, scheme: "", authority: authority, path: "",
                 headers: http1Fields(fromH2: regular, authority: authority))
         }
-        guard let scheme = pseudo[":scheme"] else { throw HTTP2MessageError.missingPseudoHeader(":scheme") }
-        guard let path = pseudo[":path"] else { throw HTTP2MessageError.missingPseudoHeader(":path") }
+        guard let scheme = pseudo.scheme else { throw HTTP2MessageError.missingPseudoHeader(":scheme") }
+        guard let path = pseudo.path else { throw HTTP2MessageError.missingPseudoHeader(":path") }
         return HTTP2RequestHead(
             method: method, scheme: scheme, authority: authority, path: path,
             headers: http1Fields(fromH2: regular, authority: authority))
@@ -133,8 +150,13 @@ public enum HTTP2Message {
     /// Reads a response header list (as received by a client session) as an HTTP/1.1-style head.
     /// - Throws: `HTTP2MessageError` for a missing or invalid `:status` or bad pseudo-headers.
     public static func responseHead(fromH2 fields: [HTTP2Header]) throws -> HTTP2ResponseHead {
-        let (pseudo, regular) = try split(fields, allowed: [":status"])
-        guard let statusText = pseudo[":status"] else { throw HTTP2MessageError.missingPseudoHeader(":status") }
+        var statusField: String?
+        let regular = try split(fields) { (field) throws(HTTP2MessageError) in
+            guard field.name == ":status" else { throw HTTP2MessageError.unknownPseudoHeader(field.name) }
+            guard statusField == nil else { throw HTTP2MessageError.duplicatePseudoHeader(field.name) }
+            statusField = field.value
+        }
+        guard let statusText = statusField else { throw HTTP2MessageError.missingPseudoHeader(":status") }
         guard statusText.utf8.count == 3, let status = Int(statusText), (100...599).contains(status) else {
             throw HTTP2MessageError.invalidStatus(statusText)
         }
@@ -164,23 +186,48 @@ public enum HTTP2Message {
         return result
     }
 
-    /// Splits `fields` into pseudo-headers (checked against `allowed`, unique, leading) and regular fields.
+    /// Splits `fields` into leading pseudo-headers, each handed to `takePseudo` (which throws for an unknown or
+    /// duplicate one), and the regular fields after them, which it returns.
     private static func split(
-        _ fields: [HTTP2Header], allowed: Set<String>
-    ) throws -> (pseudo: [String: String], regular: [HTTP2Header]) {
-        var pseudo: [String: String] = [:]
+        _ fields: [HTTP2Header], takePseudo: (HTTP2Header) throws(HTTP2MessageError) -> Void
+    ) throws(HTTP2MessageError) -> [HTTP2Header] {
         var regular: [HTTP2Header] = []
+        regular.reserveCapacity(fields.count)
         for field in fields {
             if field.isPseudo {
                 guard regular.isEmpty else { throw HTTP2MessageError.pseudoHeaderAfterRegularField(field.name) }
-                guard allowed.contains(field.name) else { throw HTTP2MessageError.unknownPseudoHeader(field.name) }
-                guard pseudo[field.name] == nil else { throw HTTP2MessageError.duplicatePseudoHeader(field.name) }
-                pseudo[field.name] = field.value
+                try takePseudo(field)
             } else {
                 regular.append(field)
             }
         }
-        return (pseudo, regular)
+        return regular
+    }
+}
+
+/// The pseudo-headers of a request, each at most once (RFC 9113 §8.3.1; `:protocol` from RFC 8441).
+private struct RequestPseudoHeaders {
+    var method: String?
+    var scheme: String?
+    var authority: String?
+    var path: String?
+    var protocolName: String?
+
+    /// Takes one pseudo-header field. Throws for one this message kind does not define, or a second of one.
+    mutating func take(_ field: HTTP2Header) throws(HTTP2MessageError) {
+        switch field.name {
+        case ":method": try Self.set(&method, field)
+        case ":scheme": try Self.set(&scheme, field)
+        case ":authority": try Self.set(&authority, field)
+        case ":path": try Self.set(&path, field)
+        case ":protocol": try Self.set(&protocolName, field)
+        default: throw HTTP2MessageError.unknownPseudoHeader(field.name)
+        }
+    }
+
+    private static func set(_ slot: inout String?, _ field: HTTP2Header) throws(HTTP2MessageError) {
+        guard slot == nil else { throw HTTP2MessageError.duplicatePseudoHeader(field.name) }
+        slot = field.value
     }
 }
 

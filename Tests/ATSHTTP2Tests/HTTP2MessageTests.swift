@@ -87,6 +87,20 @@ import Testing
         #expect(throws: HTTP2MessageError.missingPseudoHeader(":status")) {
             try HTTP2Message.responseHead(fromH2: [HTTP2Header("a", "b")])
         }
+        #expect(throws: HTTP2MessageError.duplicatePseudoHeader(":status")) {
+            try HTTP2Message.responseHead(fromH2: [HTTP2Header(":status", "200"), HTTP2Header(":status", "204")])
+        }
+        #expect(throws: HTTP2MessageError.unknownPseudoHeader(":path")) {
+            try HTTP2Message.responseHead(fromH2: [HTTP2Header(":status", "200"), HTTP2Header(":path", "/")])
+        }
+    }
+
+    @Test func lowerCaseNamesAreKeptAndMixedCaseOnesLowered() {
+        let fields = HTTP2Message.h2Fields(fromHTTP1: [
+            HTTP2Header("content-type", "text/plain"), HTTP2Header("X-Trace", "1"), HTTP2Header("HOST", "a.test"),
+            HTTP2Header("connection", "x-trace"), HTTP2Header("UPGRADE", "h2c"),
+        ])
+        #expect(fields == [HTTP2Header("content-type", "text/plain")])
     }
 
     @Test func translatedRequestCrossesARealSession() throws {

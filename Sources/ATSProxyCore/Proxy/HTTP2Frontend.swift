@@ -241,8 +241,9 @@ final class HTTP2Frontend {
                 text: "ats-proxy: CONNECT is not supported inside an intercepted HTTP/2 tunnel")
             return
         }
-        let hostField = head.headers.first { $0.name.lowercased() == "host" }?.value
-        if !head.authority.isEmpty, let hostField, hostField.lowercased() != head.authority.lowercased() {
+        // HTTP/2 field names arrive in lower case (nghttp2 refuses others).
+        let hostField = head.headers.first { $0.name == "host" }?.value
+        if !head.authority.isEmpty, let hostField, !HTTP1ASCII.equalsIgnoringCase(hostField, head.authority) {
             // RFC 9113 §8.3.1: a Host field that contradicts :authority makes the request malformed.
             requestCount -= 1
             try? session.resetStream(stream: id, error: .protocolError)
@@ -370,7 +371,7 @@ final class HTTP2Frontend {
             port = value
             host = host[..<colon]
         }
-        return host.lowercased() == tunnelHost.lowercased() && port == tunnelPort
+        return port == tunnelPort && HTTP1ASCII.equalsIgnoringCase(host.utf8, tunnelHost.utf8)
     }
 
     // MARK: - Lanes
