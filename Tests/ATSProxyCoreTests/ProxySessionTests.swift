@@ -242,6 +242,25 @@ import Testing
         #expect(Self.records(commands).first?.result == .failed)
     }
 
+    @Test func anExchangeKeepsThePolicyItStartedWithAcrossAReload() throws {
+        let harness = try Harness()
+        _ = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        // SIGHUP: a new policy (here: another process name and an ATS that blocks nothing) while the exchange runs.
+        let reloaded = ATSEvaluator(
+            configuration: ATSConfigurationParser().parse(.dictionary(["NSAllowsArbitraryLoads": .bool(true)])),
+            options: EvaluationOptions(platform: Platform(parsing: "ios:18.0")!))
+        harness.session.services.policy.replace(
+            with: .init(evaluator: reloaded, sourceSummary: "reloaded", processName: "Reloaded"))
+        let commands = harness.send(.upstreamConnectFailed(.cannotConnectToHost, detail: "test"))
+        let record = try #require(Self.records(commands).first)
+        #expect(!record.consoleLines.isEmpty)
+        #expect(record.consoleLines.allSatisfy { $0.contains("Tester[") && !$0.contains("Reloaded") })
+        // The next request is decided under the new policy.
+        _ = harness.send("GET http://localhost:9000/again HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        let next = harness.send(.upstreamConnectFailed(.cannotConnectToHost, detail: "test"))
+        #expect(Self.records(next).first?.consoleLines.allSatisfy { $0.contains("Reloaded[") } == true)
+    }
+
     @Test func malformedRequestGets400AndClose() throws {
         let harness = try Harness()
         let commands = harness.send(

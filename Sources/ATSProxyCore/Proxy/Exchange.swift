@@ -18,6 +18,8 @@ extension ProxySession {
         let url: String
         let target: RequestTarget
         let decision: ATSDecision
+        /// The policy that made `decision`: fixes and console lines come from it even after a reload.
+        let policy: PolicyStore.Snapshot
         let source: RequestSource
         let requestHeaders: HTTP1Headers
         /// Where the exchange stands (both halves): the only record of its progress.
@@ -73,7 +75,8 @@ extension ProxySession {
 
         init(
             number: Int, start: Date, method: String, url: String, target: RequestTarget, decision: ATSDecision,
-            source: RequestSource, requestHeaders: HTTP1Headers, state: ExchangeState, clientKeepAlive: Bool,
+            policy: PolicyStore.Snapshot, source: RequestSource, requestHeaders: HTTP1Headers, state: ExchangeState,
+            clientKeepAlive: Bool,
             requestWriter: HTTP1BodyWriter, rule: String
         ) {
             self.number = number
@@ -82,6 +85,7 @@ extension ProxySession {
             self.url = url
             self.target = target
             self.decision = decision
+            self.policy = policy
             self.source = source
             self.requestHeaders = requestHeaders
             self.state = state

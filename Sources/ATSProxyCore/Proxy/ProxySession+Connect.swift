@@ -47,13 +47,14 @@ extension ProxySession {
             return
         }
         let source = requestSource(head)
-        let decision = decide(target, source: source)
+        let (decision, policy) = decide(target, source: source)
         let passthrough =
             services.settings.isPassthroughHost(host)
             || (services.settings.passthroughPinnedDomains && decision.requirements.pins != nil)
         if passthrough {
             let exchange = Exchange(
                 number: requestCount + 1, start: now, method: "CONNECT", url: url, target: target, decision: decision,
+                policy: policy,
                 source: source, requestHeaders: head.headers, state: .probing, clientKeepAlive: false,
                 requestWriter: HTTP1BodyWriter(framing: .none),
                 rule: "passthrough tunnel (\(decision.requirements.pins != nil ? "pinned domain" : "--passthrough"))")

@@ -9,8 +9,8 @@ extension ProxySession {
     /// Answers the current exchange with the verdict's 502/504 and the X-ATS-* headers.
     mutating func failExchange(verdict: UpstreamVerdict) {
         guard let exchange else { return close() }
-        let verdict = verdict.withFix(url: exchange.url, evaluator: services.policy.snapshot.evaluator)
-        let platform = services.policy.snapshot.evaluator.options.platform
+        let verdict = verdict.withFix(url: exchange.url, evaluator: exchange.policy.evaluator)
+        let platform = exchange.policy.evaluator.options.platform
         let context = consoleContext()
         exchange.result = .failed
         exchange.errorCode = verdict.error?.rawValue
@@ -41,7 +41,7 @@ extension ProxySession {
     mutating func failWithBadResponse(_ reason: String) {
         guard let exchange else { return close() }
         let code = NSURLErrorCode.badServerResponse
-        let platform = services.policy.snapshot.evaluator.options.platform
+        let platform = exchange.policy.evaluator.options.platform
         var context = consoleContext()
         context.taskNumber = exchange.number
         exchange.result = .failed

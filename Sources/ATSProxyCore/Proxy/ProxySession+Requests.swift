@@ -78,9 +78,10 @@ extension ProxySession {
             return refuse(head, status: 403, reason: "Forbidden", text: Self.localTargetText(target.host))
         }
         let source = requestSource(head)
-        let decision = decide(target, source: source)
+        let (decision, policy) = decide(target, source: source)
         let exchange = Exchange(
             number: requestCount, start: now, method: head.method, url: url, target: target, decision: decision,
+            policy: policy,
             source: source, requestHeaders: head.headers,
             state: .forwarding(request: .receiving, response: .awaitingResponse), clientKeepAlive: clientKeepAlive,
             requestWriter: HTTP1BodyWriter(framing: framing), rule: decision.ruleSummary)
@@ -125,17 +126,19 @@ extension ProxySession {
         }
     }
 
-    /// The policy's decision for `target`, reusing the last one when it is for the same scheme, host, port
-    /// and source under the same policy.
-    mutating func decide(_ target: RequestTarget, source: RequestSource) -> ATSDecision {
+    /// The policy's decision for `target`, and the policy that made it (the exchange keeps it: a reload while it
+    /// runs changes neither its verdict nor the fix it reports). Reuses the last decision when it is for the same
+    /// scheme, host, port and source under the same policy.
+    mutating func decide(_ target: RequestTarget, source: RequestSource) -> (ATSDecision, PolicyStore.Snapshot) {
         let generation = services.policy.generation
         let key = DecisionCache.Key(target, source: source)
         if let last = lastDecision, last.generation == generation, last.key == key {
-            return last.decision.retargeted(target)
+            return (last.decision.retargeted(target), last.policy)
         }
-        let decision = services.policy.snapshot.decide(target, source: source)
-        lastDecision = (generation, key, decision)
-        return decision
+        let policy = services.policy.snapshot
+        let decision = policy.decide(target, source: source)
+        lastDecision = (generation, key, decision, policy)
+        return (decision, policy)
     }
 
     func tunnelURL(path: String) -> String {
@@ -169,10 +172,10 @@ extension ProxySession {
                 keepAlive: false)
             return
         }
-        let decision = decide(target, source: original.source)
+        let (decision, policy) = decide(target, source: original.source)
         let exchange = Exchange(
             number: original.number, start: original.start, method: original.method, url: url, target: target,
-            decision: decision, source: original.source, requestHeaders: original.requestHeaders,
+            decision: decision, policy: policy, source: original.source, requestHeaders: original.requestHeaders,
             state: .forwarding(request: .receiving, response: .awaitingResponse),
             clientKeepAlive: original.clientKeepAlive, requestWriter: original.requestWriter,
             rule: "cleartext \(original.url) upgraded to https:// (--cleartext upgrade); \(decision.ruleSummary)")

@@ -99,7 +99,8 @@ extension ProxySession {
             exchange?.tls = Self.tlsFacts(summary, detailed: services.settings.detailedRecords)
             exchange?.timings.secured = now
             if verdict.isBlocked {
-                let verdict = verdict.withFix(url: exchange?.url ?? "", evaluator: services.policy.snapshot.evaluator)
+                let policy = exchange?.policy ?? services.policy.snapshot
+                let verdict = verdict.withFix(url: exchange?.url ?? "", evaluator: policy.evaluator)
                 if services.settings.mode == .report {
                     exchange?.result = .reported
                     exchange?.errorCode = verdict.error?.rawValue
@@ -107,7 +108,7 @@ extension ProxySession {
                     exchange?.rule = verdict.rule
                     exchange?.fix = verdict.fix
                     let lines = verdict.consoleLines(
-                        platform: services.policy.snapshot.evaluator.options.platform, context: consoleContext())
+                        platform: policy.evaluator.options.platform, context: consoleContext())
                     exchange?.consoleLines = lines
                 } else {
                     upstream = .none

@@ -150,7 +150,7 @@ extension ProxySession {
 
     func consoleContext() -> ConsoleContext {
         ConsoleContext(
-            processName: services.policy.snapshot.processName ?? services.settings.processName,
+            processName: (exchange?.policy ?? services.policy.snapshot).processName ?? services.settings.processName,
             pid: services.processID, threadID: services.processID + connectionNumber, date: now, taskUUID: taskUUID,
             taskNumber: max(1, exchange?.number ?? requestCount), connectionNumber: connectionNumber)
     }

@@ -118,7 +118,7 @@ public struct ProxySession {
     var http11Origins: Set<OriginAuthority> = []
     /// This connection's last decision, what it was made for and under which policy generation: the requests
     /// of a tunnel all go to one origin, so nearly all of them reuse it without the policy store's locks.
-    var lastDecision: (generation: Int, key: DecisionCache.Key, decision: ATSDecision)?
+    var lastDecision: (generation: Int, key: DecisionCache.Key, decision: ATSDecision, policy: PolicyStore.Snapshot)?
     var commands: [ProxyCommand] = []
     var now = Date(timeIntervalSince1970: 0)
 
