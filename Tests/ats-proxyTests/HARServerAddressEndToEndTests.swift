@@ -78,20 +78,8 @@ import Testing
         let harPath = directory.file("session.har")
         let pki = try TestPKI(name: "har-ip-h2-ca", directory: directory)
         let leaf = try pki.leaf(["a.test"], file: "har-ip-h2")
-        let originLog = directory.file("h2origin.log")
-        let origin = try Child(
-            executable: "/usr/bin/python3",
-            arguments: [
-                E2E.fixture("h2origin.py"), "--port", "0", "--cert", leaf.certificatePath, "--key", leaf.keyPath,
-                "--alpn", "h2", "--log", originLog, "--lifetime", "120",
-            ], directory: directory, label: "h2origin")
-        defer { origin.stop() }
-        let port = try #require(
-            E2E.poll(timeout: 20) { () -> Int? in
-                origin.stdoutText.split(separator: "\n").first { $0.hasPrefix("READY ") }.flatMap {
-                    Int($0.dropFirst(6))
-                }
-            }, "h2origin.py did not start: \(origin.stderrText)")
+        let origin = try H2Origin(directory: directory, leaf: leaf, alpn: "h2")
+        let port = origin.port
         let proxy = try ProxyProcess(
             plist: infoPlist(""), resolve: [("a.test", port)], upstreamCAs: [pki.caPath],
             arguments: ["--har", harPath, "--loops", "1"])
@@ -102,9 +90,8 @@ import Testing
             #expect(result.httpCode == 200, "\(result.stderr) \(proxy.log)")
             proxy.waitForLog("n=\(tag)")
         }
-        let originLines = String(decoding: FileManager.default.contents(atPath: originLog) ?? Data(), as: UTF8.self)
-        let opened = originLines.split(separator: "\n").filter { $0.contains("CONNECTION-OPENED") }
-        #expect(opened.count == 1 && opened.first?.contains("protocol=h2") == true, "\(originLines)")
+        let opened = origin.lines.filter { $0.contains("CONNECTION-OPENED") }
+        #expect(opened.count == 1 && opened.first?.contains("protocol=h2") == true, "\(origin.lines)")
         let entries = try Self.entries(proxy, harPath: harPath)
         for tag in ["link", "channel"] {
             let entry = try #require(Self.matching(entries, "n=\(tag)").first, "no entry for \(tag): \(entries)")

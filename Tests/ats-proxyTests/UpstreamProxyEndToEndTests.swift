@@ -89,27 +89,15 @@ final class ChainProxy: @unchecked Sendable {
         let chain = try ChainProxy(directory: directory)
         let pki = try TestPKI(name: "h2-chain-ca", directory: directory)
         let leaf = try pki.leaf(["a.test"], file: "h2-chain")
-        let originLog = directory.file("h2origin.log")
-        let origin = try Child(
-            executable: "/usr/bin/python3",
-            arguments: [
-                E2E.fixture("h2origin.py"), "--port", "0", "--cert", leaf.certificatePath, "--key", leaf.keyPath,
-                "--alpn", "h2", "--log", originLog, "--lifetime", "120",
-            ], directory: directory, label: "h2origin")
-        defer { origin.stop() }
-        let port = try #require(
-            E2E.poll(timeout: 20) { () -> Int? in
-                origin.stdoutText.split(separator: "\n").first { $0.hasPrefix("READY ") }.flatMap {
-                    Int($0.dropFirst(6))
-                }
-            }, "h2origin.py did not start: \(origin.stderrText)")
+        let origin = try H2Origin(directory: directory, leaf: leaf, alpn: "h2")
+        let port = origin.port
         let proxy = try ProxyProcess(
             plist: infoPlist(""), upstreamCAs: [pki.caPath], arguments: ["--upstream-proxy", chain.url])
         let result = try Curl.fetch("https://a.test:\(port)/tiny", proxy: proxy, cacert: proxy.caPath)
         #expect(result.httpCode == 200, "\(result.stderr) \(proxy.log)")
         #expect(result.bodyText == "ok")
         #expect(chain.requests.contains { $0.hasPrefix("CONNECT a.test:\(port) ") }, "\(chain.requests)")
-        let originLines = String(decoding: FileManager.default.contents(atPath: originLog) ?? Data(), as: UTF8.self)
+        let originLines = origin.lines.joined(separator: "\n")
         #expect(originLines.contains("REQUEST") && originLines.contains("protocol=h2"), "\(originLines)")
     }
 
