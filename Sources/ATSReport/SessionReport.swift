@@ -49,6 +49,8 @@ public final class SessionReport: Sendable {
 
     private let state: Mutex<State>
     private let clock: @Sendable () -> Date
+    /// The last plist `minimalDictionaryPlist` built and the revision of the state it was built from.
+    private let plistCache = Mutex<(revision: Int, text: String)?>(nil)
 
     /// A report for `policy`; `clock` stamps the documents.
     public init(policy: Policy, clock: @escaping @Sendable () -> Date = { Date() }) {
@@ -76,7 +78,10 @@ public final class SessionReport: Sendable {
 
     /// Replaces the policy the traffic is compared with (after a reload).
     public func updatePolicy(_ policy: Policy) {
-        state.withLock { $0.policy = policy }
+        state.withLock {
+            $0.policy = policy
+            $0.dictionaryRevision += 1
+        }
     }
 
     /// Hosts the proxy answers itself (the CA onboarding name): never app traffic, never reported.
@@ -101,8 +106,30 @@ public final class SessionReport: Sendable {
 
     /// The report as a value.
     public func document() -> SessionReportDocument {
-        let snapshot = state.withLock { $0 }
+        let snapshot = state.withLock { state in
+            var copy = state
+            // The copy does not need the cache, and must not share it: the next `record` would copy it.
+            copy.known = [:]
+            return copy
+        }
         return snapshot.document(generatedAt: clock())
+    }
+
+    /// The minimal dictionary as the Info.plist fragment to paste: the same text as
+    /// `document().minimalDictionary.plist`, rebuilt only when something it is built from (a host,
+    /// a distinct load, a cleartext request count, the policy) changed since the last call, and
+    /// then without the rest of the document. For the live page, which shows it as traffic flows.
+    public func minimalDictionaryPlist() -> String {
+        let inputs = state.withLock { state -> State.DictionaryInputs? in
+            if let cached = plistCache.withLock({ $0 }), cached.revision == state.dictionaryRevision { return nil }
+            return state.dictionaryInputs()
+        }
+        guard let inputs else { return plistCache.withLock { $0?.text } ?? "" }
+        let text = inputs.plist()
+        plistCache.withLock { cache in
+            if (cache?.revision ?? -1) < inputs.revision { cache = (inputs.revision, text) }
+        }
+        return text
     }
 
     /// `report.json`.
@@ -184,27 +211,90 @@ extension SessionReport {
 
         init(policy: Policy) { self.policy = policy }
 
+        /// What was derived from records seen recently, by the fields it was derived from: a record
+        /// like one of those skips the parsing and classifying and only counts (see `RecordSignature`).
+        var known: [RecordSignature: Classification] = [:]
+        /// Bumped whenever something the minimal dictionary is built from changes.
+        var dictionaryRevision = 0
+        /// Entries `known` holds at most before it starts over.
+        static let maximumKnown = 1024
+
         mutating func add(_ record: RequestRecord) {
+            let signature = RecordSignature(record)
+            if let classification = known[signature] {
+                count(record, classification)
+                return
+            }
+            let classification = classify(record)
+            if known.count >= Self.maximumKnown { known.removeAll(keepingCapacity: true) }
+            known[signature] = classification
+        }
+
+        /// The slow path: parses and classifies `record`, counts it, and returns what a record with
+        /// the same signature would get.
+        private mutating func classify(_ record: RequestRecord) -> Classification {
             requests += 1
             let load = ObservedLoad(record: record)
-            if load?.kind == .violation || (load == nil && ObservedLoad.kind(of: record) == .violation) {
-                violations += 1
-            }
+            let violation = load?.kind == .violation || (load == nil && ObservedLoad.kind(of: record) == .violation)
+            if violation { violations += 1 }
             if record.result == .clientUntrustedCA { clientUntrustedCA += 1 }
             let host = load?.target.host ?? "(unparsed URL)"
             guard hosts[host] != nil || hosts.count < SessionReport.maximumHosts else {
                 droppedHosts += 1
+                return Classification(
+                    host: host, admitted: false, violation: violation, kind: .ok, isHTTP: false, verdictIndex: nil,
+                    tlsIndex: nil)
+            }
+            if hosts[host] == nil { dictionaryRevision += 1 }
+            let added = hosts[host, default: HostAccumulator(host: host)].add(record, load: load)
+            if added.newLoad || added.classification.isHTTP { dictionaryRevision += 1 }
+            var classification = added.classification
+            classification.violation = violation
+            return classification
+        }
+
+        /// The fast path: a record whose signature was classified before; only counters move.
+        private mutating func count(_ record: RequestRecord, _ classification: Classification) {
+            requests += 1
+            if classification.violation { violations += 1 }
+            if record.result == .clientUntrustedCA { clientUntrustedCA += 1 }
+            guard classification.admitted else {
+                droppedHosts += 1
                 return
             }
-            hosts[host, default: HostAccumulator(host: host)].add(record, load: load)
+            hosts[classification.host]?.count(record, classification)
+            if classification.isHTTP { dictionaryRevision += 1 }
+        }
+
+        /// What `MinimalDictionaryBuilder` needs, copied out of the state.
+        struct DictionaryInputs {
+            var revision: Int
+            var loads: [ObservedLoad]
+            var counts: [String: (http: Int, total: Int)]
+            var options: EvaluationOptions
+
+            /// The fragment, as `document` writes it into `minimalDictionary.plist`.
+            func plist() -> String {
+                let built = MinimalDictionaryBuilder(loads: loads, options: options, requestCounts: counts).build()
+                var entries = built.entries
+                entries.sort { $0.key < $1.key }
+                return PlistFragmentWriter.fragment(entries, allowsLocalNetworking: built.allowsLocalNetworking)
+            }
+        }
+
+        func dictionaryInputs() -> DictionaryInputs {
+            var counts: [String: (http: Int, total: Int)] = [:]
+            for (host, accumulator) in hosts { counts[host] = (accumulator.http, accumulator.requests) }
+            return DictionaryInputs(
+                revision: dictionaryRevision, loads: hosts.keys.sorted().flatMap { hosts[$0]!.loadList },
+                counts: counts, options: policy.options)
         }
 
         func document(generatedAt: Date) -> SessionReportDocument {
             let options = policy.options
-            let loads = hosts.keys.sorted().flatMap { hosts[$0]!.loadList }
-            var counts: [String: (http: Int, total: Int)] = [:]
-            for (host, accumulator) in hosts { counts[host] = (accumulator.http, accumulator.requests) }
-            let builder = MinimalDictionaryBuilder(loads: loads, options: options, requestCounts: counts)
+            let inputs = dictionaryInputs()
+            let loads = inputs.loads
+            let builder = MinimalDictionaryBuilder(loads: loads, options: options, requestCounts: inputs.counts)
             let built = builder.build()
             var entries = built.entries
             entries.sort { $0.key < $1.key }
@@ -302,15 +392,69 @@ extension SessionReport {
         var sources: [String] = []
         var loads: [String: ObservedLoad] = [:]
         var loadOrder: [String] = []
-        var verdicts: [String: VerdictSummary] = [:]
-        var verdictOrder: [String] = []
+        /// Distinct verdicts in the order first seen, and where each key sits in that list.
+        var verdicts: [VerdictSummary] = []
+        var verdictIndex: [String: Int] = [:]
         var tls: [TLSObservation] = []
 
         init(host: String) { self.host = host }
 
         var loadList: [ObservedLoad] { loadOrder.compactMap { loads[$0] } }
 
-        mutating func add(_ record: RequestRecord, load: ObservedLoad?) {
+        /// Counts `record` and keeps its load, verdict and TLS set when they are new (within the caps).
+        /// Returns how a record with the same signature is to be counted, and whether a load was kept.
+        mutating func add(
+            _ record: RequestRecord, load: ObservedLoad?
+        ) -> (classification: Classification, newLoad: Bool) {
+            let kind = load?.kind ?? ObservedLoad.kind(of: record)
+            var newLoad = false
+            if let load {
+                let scheme = load.target.scheme.rawValue
+                if !schemes.contains(scheme) { schemes.append(scheme) }
+                let key = [
+                    scheme, load.target.host, "\(load.target.port)", load.source.rawValue, kind.rawValue,
+                    load.code ?? "", load.serverVersion?.rawValue ?? "", load.cipher ?? "", "\(load.needs)",
+                ].joined(separator: "|")
+                if loads[key] == nil && loadOrder.count < SessionReport.maximumLoadsPerHost {
+                    loads[key] = load
+                    loadOrder.append(key)
+                    newLoad = true
+                }
+            }
+            if !sources.contains(record.source.rawValue) { sources.append(record.source.rawValue) }
+            let code = ObservedLoad.code(of: record)
+            let verdictKey = "\(record.result.rawValue)|\(code ?? "")|\(record.rule)"
+            var verdict = verdictIndex[verdictKey]
+            if verdict == nil && verdicts.count < SessionReport.maximumVerdictsPerHost {
+                verdicts.append(
+                    VerdictSummary(
+                        result: record.result.rawValue, code: code, kind: kind, count: 0, rule: record.rule,
+                        fix: record.fix, exampleURL: record.url))
+                verdict = verdicts.count - 1
+                verdictIndex[verdictKey] = verdict
+            }
+            var tlsIndex: Int?
+            if let facts = record.tls {
+                let observation = TLSObservation(
+                    version: facts["version"], cipher: facts["cipher"], keyExchange: facts["keyExchange"],
+                    leaf: facts["leaf"], leafKey: facts["leafKey"], leafSignature: facts["leafSignature"],
+                    chainLength: facts["chainLength"], alpn: facts["alpn"], count: 0)
+                tlsIndex = tls.firstIndex { Self.sameFacts($0, observation) }
+                if tlsIndex == nil && tls.count < SessionReport.maximumTLSSetsPerHost {
+                    tls.append(observation)
+                    tlsIndex = tls.count - 1
+                }
+            }
+            let classification = Classification(
+                host: host, admitted: true, violation: false, kind: kind, isHTTP: load?.target.scheme == .http,
+                verdictIndex: verdict, tlsIndex: tlsIndex)
+            count(record, classification)
+            return (classification, newLoad)
+        }
+
+        /// Moves the counters for `record`, classified as `classification` (by `add`, for this record
+        /// or for an earlier one with the same signature).
+        mutating func count(_ record: RequestRecord, _ classification: Classification) {
             requests += 1
             bytesFromClient += max(0, record.bytesFromClient)
             bytesToClient += max(0, record.bytesToClient)
@@ -321,45 +465,10 @@ extension SessionReport {
             case .failed, .clientUntrustedCA: failed += 1
             case .reported: reported += 1
             }
-            let kind = load?.kind ?? ObservedLoad.kind(of: record)
-            if kind == .violation { violations += 1 }
-            if let load {
-                let scheme = load.target.scheme.rawValue
-                if load.target.scheme == .http { http += 1 }
-                if !schemes.contains(scheme) { schemes.append(scheme) }
-                let key = [
-                    scheme, load.target.host, "\(load.target.port)", load.source.rawValue, kind.rawValue,
-                    load.code ?? "", load.serverVersion?.rawValue ?? "", load.cipher ?? "", "\(load.needs)",
-                ].joined(separator: "|")
-                if loads[key] == nil && loadOrder.count < SessionReport.maximumLoadsPerHost {
-                    loads[key] = load
-                    loadOrder.append(key)
-                }
-            }
-            if !sources.contains(record.source.rawValue) { sources.append(record.source.rawValue) }
-            let code = ObservedLoad.code(of: record)
-            let verdictKey = "\(record.result.rawValue)|\(code ?? "")|\(record.rule)"
-            if var existing = verdicts[verdictKey] {
-                existing.count += 1
-                verdicts[verdictKey] = existing
-            } else if verdictOrder.count < SessionReport.maximumVerdictsPerHost {
-                verdicts[verdictKey] = VerdictSummary(
-                    result: record.result.rawValue, code: code, kind: kind, count: 1, rule: record.rule,
-                    fix: record.fix,
-                    exampleURL: record.url)
-                verdictOrder.append(verdictKey)
-            }
-            if let facts = record.tls {
-                let observation = TLSObservation(
-                    version: facts["version"], cipher: facts["cipher"], keyExchange: facts["keyExchange"],
-                    leaf: facts["leaf"], leafKey: facts["leafKey"], leafSignature: facts["leafSignature"],
-                    chainLength: facts["chainLength"], alpn: facts["alpn"], count: 1)
-                if let index = tls.firstIndex(where: { Self.sameFacts($0, observation) }) {
-                    tls[index].count += 1
-                } else if tls.count < SessionReport.maximumTLSSetsPerHost {
-                    tls.append(observation)
-                }
-            }
+            if classification.kind == .violation { violations += 1 }
+            if classification.isHTTP { http += 1 }
+            if let index = classification.verdictIndex { verdicts[index].count += 1 }
+            if let index = classification.tlsIndex { tls[index].count += 1 }
         }
 
         static func sameFacts(_ lhs: TLSObservation, _ rhs: TLSObservation) -> Bool {
@@ -369,7 +478,7 @@ extension SessionReport {
         }
 
         func report() -> HostReport {
-            let ordered = verdictOrder.compactMap { verdicts[$0] }.enumerated().sorted { lhs, rhs in
+            let ordered = verdicts.enumerated().sorted { lhs, rhs in
                 if lhs.element.kind != rhs.element.kind { return lhs.element.kind > rhs.element.kind }
                 if lhs.element.count != rhs.element.count { return lhs.element.count > rhs.element.count }
                 return lhs.offset < rhs.offset
@@ -399,5 +508,47 @@ extension SessionReport {
                 durationMilliseconds: durationMilliseconds, schemes: schemeOrder, sources: sources, verdicts: ordered,
                 tls: tls, failedRule: worst?.rule, fix: worst?.fix, needs: needs)
         }
+    }
+}
+
+extension SessionReport {
+    /// The fields of a record that everything `State.add` derives from it depends on, apart from the
+    /// counters (sizes, duration): two records with equal signatures get the same host, load,
+    /// verdict and TLS set, so the second is only counted.
+    struct RecordSignature: Hashable, Sendable {
+        let url: String
+        let source: RequestSource
+        let result: RequestRecord.Result
+        let atsRequired: Bool
+        let errorCode: Int?
+        let streamError: String?
+        let rule: String
+        let fix: String?
+        let tls: [String: String]?
+
+        init(_ record: RequestRecord) {
+            url = record.url
+            source = record.source
+            result = record.result
+            atsRequired = record.atsRequired
+            errorCode = record.errorCode
+            streamError = record.streamError
+            rule = record.rule
+            fix = record.fix
+            tls = record.tls
+        }
+    }
+
+    /// How a record of a known signature is counted: the host it went to (and whether that host is
+    /// analysed or beyond the host cap), its kind, and where its verdict and TLS set sit in the
+    /// host's lists (nil when a cap kept them out; caps never free a place, so that stays true).
+    struct Classification: Sendable {
+        let host: String
+        let admitted: Bool
+        var violation: Bool
+        let kind: HostStatus
+        let isHTTP: Bool
+        let verdictIndex: Int?
+        let tlsIndex: Int?
     }
 }

@@ -32,15 +32,22 @@ public struct FlowRing: Sendable {
     /// Adds `record` as the newest flow and returns its id.
     @discardableResult
     public mutating func append(_ record: RequestRecord) -> Int {
-        let flow = Flow(id: nextID, record: record)
+        _ = appendEvicting(record)
+        return nextID - 1
+    }
+
+    /// Adds `record` as the newest flow and returns the oldest one it pushed out (nil while the
+    /// ring is not full), so that the caller decides where that flow is released.
+    public mutating func appendEvicting(_ record: RequestRecord) -> Flow? {
+        var flow = Flow(id: nextID, record: record)
         nextID += 1
-        if slots.count < capacity {
+        guard slots.count == capacity else {
             slots.append(flow)
-        } else {
-            slots[head] = flow
-            head = (head + 1) % capacity
+            return nil
         }
-        return flow.id
+        swap(&slots[head], &flow)
+        head = (head + 1) % capacity
+        return flow
     }
 
     /// The flows with an id greater than `id`, oldest first (all of them for 0), at most `limit`.

@@ -4,7 +4,7 @@ import Synchronization
 /// The session's flows for the live page and the HAR: a `FlowRing` behind a mutex, fed by the
 /// proxy's record observer from every event loop.
 ///
-/// Recording costs one lock and one append. A consumer that wants to hear about new flows arms a
+/// Recording costs one lock and one append (and, once the ring is full, releasing the oldest flow). A consumer that wants to hear about new flows arms a
 /// one-shot notification (`armNotification`): the next `record` after it calls the listener once
 /// and disarms, so a burst of requests costs the recording threads one callback, not one per
 /// request, and nothing at all while no page is open.
@@ -23,14 +23,17 @@ public final class FlowStore: Sendable {
     /// The ring's capacity.
     public var capacity: Int { state.withLock { $0.ring.capacity } }
 
-    /// Adds a finished request; calls the listener if a notification was armed.
+    /// Adds a finished request; calls the listener if a notification was armed. The flow this
+    /// pushes out of a full ring is released after the lock (freeing a record's strings and arrays
+    /// is the longest part of recording, and other loops may be waiting to record).
     public func record(_ record: RequestRecord) {
-        let notify = state.withLock { state -> Bool in
-            state.ring.append(record)
-            guard state.armed else { return false }
+        let (notify, evicted) = state.withLock { state -> (Bool, Flow?) in
+            let evicted = state.ring.appendEvicting(record)
+            guard state.armed else { return (false, evicted) }
             state.armed = false
-            return true
+            return (true, evicted)
         }
+        withExtendedLifetime(evicted) {}
         if notify { listener.withLock { $0 }?() }
     }
 

@@ -12,7 +12,9 @@ public struct WebContent: Sendable {
     public var reportJSON: @Sendable () -> Data
     /// report.html of the session.
     public var reportHTML: @Sendable () -> String
-    /// The minimal dictionary, ready to paste into an Info.plist.
+    /// The minimal dictionary, ready to paste into an Info.plist. Called at most once per
+    /// `dictionaryInterval` while pages are open (and once per page that opens); it should be cheap
+    /// when nothing the dictionary depends on changed (`SessionReport.minimalDictionaryPlist` is).
     public var minimalDictionary: @Sendable () -> String
     /// The proxy's CA certificate (PEM).
     public var caPEM: [UInt8]

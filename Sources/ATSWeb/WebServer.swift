@@ -11,7 +11,10 @@ import Foundation
 /// open, the first new flow wakes this loop once; the loop waits `flushInterval`, then sends
 /// every subscriber what it has not seen, at most `batchBytes` per turn (the rest when the
 /// connection has drained, so a slow page holds a bounded queue and never stalls the proxy).
-/// The minimal dictionary is recomputed and pushed at most once per `dictionaryInterval`.
+/// The minimal dictionary is asked for at most once per `dictionaryInterval`, and pushed only when
+/// its text changed. So with pages open the work is bounded per flush, not per request: at most
+/// `liveFlowsPerFlush` events encoded per page (plus the ring's replay when a page opens), one
+/// wake-up per `flushInterval`, one dictionary refresh per `dictionaryInterval`.
 ///
 /// Threading: `start()` from any thread; everything else runs on `loop`, which is the invariant
 /// behind `@unchecked Sendable` (subscribers and timers are touched only there).

@@ -81,7 +81,7 @@ final class SessionObservation: @unchecked Sendable {
         configuration.allowSecrets = allowSecrets
         let content = WebContent(
             title: title, har: { [self] in harData() }, reportJSON: { (try? report().jsonData()) ?? Data() },
-            reportHTML: { report().html() }, minimalDictionary: { report().document().minimalDictionary.plist },
+            reportHTML: { report().html() }, minimalDictionary: { source.current().minimalDictionaryPlist() },
             caPEM: caPEM)
         let server = WebServer(configuration: configuration, store: store, content: content, backend: backend)
         do {
@@ -155,9 +155,13 @@ enum ReportSource: Sendable {
 }
 
 /// A session report fed lazily from the flow ring: each flow is recorded once, when the page next
-/// asks (at most once a second), on the web loop instead of the request path. Flows that left the
-/// ring before that are not in it. Thread-safe (a lock around the cursor and the feeding).
+/// asks (for its dictionary panel at most once a second, or a download), on the web loop instead of
+/// the request path. Flows that left the ring before that are not in it. Thread-safe (a lock around
+/// the cursor and the feeding).
 final class RingReport: @unchecked Sendable {
+    /// Flows copied out of the ring per hold of its lock, so that the proxy's loops recording new
+    /// flows never wait for a long copy.
+    static let chunk = 256
     private let store: FlowStore
     private let report: SessionReport
     private let lock = NSLock()
@@ -168,12 +172,15 @@ final class RingReport: @unchecked Sendable {
         self.report = report
     }
 
-    /// The report with every flow recorded since the last call.
+    /// The report with every flow recorded before this call (and after the last one).
     func current() -> SessionReport {
         lock.withLock {
-            for flow in store.flows(after: cursor) {
-                report.record(flow.record)
-                cursor = flow.id
+            let through = store.newestID
+            while cursor < through {
+                let flows = store.flows(after: cursor, limit: min(Self.chunk, through - cursor))
+                guard let last = flows.last else { break }
+                for flow in flows { report.record(flow.record) }
+                cursor = last.id
             }
         }
         return report

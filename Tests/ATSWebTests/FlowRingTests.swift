@@ -44,6 +44,17 @@ func sampleRecord(
         #expect(ring.flows(after: 1).map(\.id) == [2])
     }
 
+    @Test func appendingToAFullRingHandsBackTheFlowItPushedOut() {
+        var ring = FlowRing(capacity: 2)
+        #expect(ring.appendEvicting(sampleRecord("http://a.example/")) == nil)
+        #expect(ring.appendEvicting(sampleRecord("http://b.example/")) == nil)
+        let evicted = ring.appendEvicting(sampleRecord("http://c.example/"))
+        #expect(evicted?.id == 1 && evicted?.record.url == "http://a.example/")
+        #expect(ring.appendEvicting(sampleRecord("http://d.example/"))?.id == 2)
+        #expect(ring.flows(after: 0).map(\.record.url) == ["http://c.example/", "http://d.example/"])
+        #expect(ring.append(sampleRecord("http://e.example/")) == 5)
+    }
+
     @Test func storeNotifiesOnceWhenArmedAndNotAtAllOtherwise() {
         let store = FlowStore(capacity: 4)
         let calls = Counter()
