@@ -59,12 +59,14 @@ extension ProxySession {
                 requestWriter: HTTP1BodyWriter(framing: .none),
                 rule: "passthrough tunnel (\(decision.requirements.pins != nil ? "pinned domain" : "--passthrough"))")
             exchange.requirements = decision.requirements
+            let key = UpstreamKey(
+                host: host, port: port, requirements: decision.requirements,
+                permissive: services.settings.mode == .report)
+            // The probe connects: its record names the server it reached, as a forwarded request's does.
+            exchange.upstreamKey = key
             self.exchange = exchange
             phase = .passthroughProbe(host: host, port: port)
-            openUpstream(
-                UpstreamKey(
-                    host: host, port: port, requirements: decision.requirements,
-                    permissive: services.settings.mode == .report), reusable: false)
+            openUpstream(key, reusable: false)
             return
         }
         do {

@@ -143,7 +143,7 @@ extension ProxySession {
                 body: Array("ats-proxy: onboarding pages answer GET only\n".utf8))
         }
         sendLocal(LocalResponse(page), keepAlive: keepAlive, headOnly: head.method == "HEAD")
-        if keepAlive { resumeParserIfIdle() } else { close() }
+        if !keepAlive { close() }
     }
 
     /// A request addressed to the proxy itself (origin-form): the onboarding site, or a short page
@@ -167,6 +167,5 @@ extension ProxySession {
         } else {
             answerLocally(status: 404, reason: "Not Found", body: "ats-proxy: not found\n", keepAlive: keepAlive)
         }
-        if keepAlive { resumeParserIfIdle() }
     }
 }

@@ -11,6 +11,9 @@ extension ProxySession {
         if !inbound.plaintext.isEmpty {
             upstreamPlain(inbound.plaintext)
             if case .closed = phase { return }
+            // The exchange may have ended and the session moved on to another upstream: this engine's end (and
+            // records) are not the new upstream's.
+            guard case .ready(_, let current?) = upstream, current === tls else { return }
         }
         switch inbound.end {
         case nil: flushUpstreamTLS(tls)
