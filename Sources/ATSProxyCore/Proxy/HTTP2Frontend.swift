@@ -38,7 +38,7 @@ final class HTTP2Frontend {
         /// The lane serving the stream; nil when the proxy answered it itself (421, 405, bad request).
         var lane: Int32?
         var method: String
-        /// The request body is re-framed as chunked for the lane (no Content-Length on the stream).
+        /// The request body has no declared length (no Content-Length on the stream): its trailers are passed on.
         var chunkedRequest = false
         /// END_STREAM arrived from the client.
         var requestEnded = false
@@ -265,8 +265,9 @@ final class HTTP2Frontend {
         } else if let length = headers.first("content-length"), let count = Int(length), count >= 0 {
             framing = .contentLength(count)
         } else {
+            // A body of unknown length: the framing says so, and only an HTTP/1.1 upstream's encoder turns it into
+            // a `Transfer-Encoding: chunked` field; an HTTP/2 upstream sends DATA frames as they come.
             headers.remove("content-length")
-            headers.append(name: "Transfer-Encoding", value: "chunked")
             framing = .chunked
             stream.chunkedRequest = true
         }

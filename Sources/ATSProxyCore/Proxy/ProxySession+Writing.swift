@@ -81,7 +81,11 @@ extension ProxySession {
             guard let exchange else { return }
             var bytes: [UInt8] = []
             switch part {
-            case .request(let head, _):
+            case .request(var head, let framing):
+                if framing == .chunked && !head.headers.contains("Transfer-Encoding") {
+                    // A body of unknown length from an HTTP/2 client: HTTP/1.1 frames it with chunked coding.
+                    head.headers.append(name: "Transfer-Encoding", value: "chunked")
+                }
                 HTTP1Serializer.writeRequestHead(head, into: &bytes)
             case .body(let slice):
                 try? exchange.requestWriter.write(slice, into: &bytes)
