@@ -123,9 +123,11 @@ enum HTTP2FrontendFuzz {
             self.script = script
             var parent = ProxySession(
                 services: HTTP2FrontendFuzz.services, clientAddress: "127.0.0.1:1", connectionNumber: 1)
-            parent.tunnel = (HTTP2FrontendFuzz.host, 443)
-            parent.tunnelTarget = try RequestTarget(parsing: "https://\(HTTP2FrontendFuzz.host)/")
-            parent.tunnelOrigin = "https://\(HTTP2FrontendFuzz.host)"
+            parent.role = .intercepted(
+                InterceptedTunnel(
+                    host: HTTP2FrontendFuzz.host, port: 443,
+                    target: try RequestTarget(parsing: "https://\(HTTP2FrontendFuzz.host)/"),
+                    origin: "https://\(HTTP2FrontendFuzz.host)"))
             frontend = try HTTP2Frontend(parent: parent)
         }
 
