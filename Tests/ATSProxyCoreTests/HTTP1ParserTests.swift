@@ -313,20 +313,8 @@ import Testing
         #expect(interim.inputClosed() == [.failed(HTTP1ParseError(.truncatedMessage))])
     }
 
-    @Test func rejectionResponseIsAReadableCloseResponse() {
-        let bytes = HTTP1ParseError(.headerSectionTooLarge).rejectionResponse()
-        var parser = HTTP1Parser(role: .response)
-        parser.requestSent(method: "GET")
-        let events = parser.feed(bytes)
-        guard case .response(let head, .contentLength(let length))? = events.first else {
-            Issue.record("not a response: \(events)")
-            return
-        }
-        #expect(head.status == 431)
-        #expect(head.reason == "Request Header Fields Too Large")
-        #expect(!HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers))
-        #expect(events.dropFirst().first == body("header section larger than 64 KiB\n"))
-        #expect(length == 34)
+    @Test func refusalsCarryTheStandardReasonPhrase() {
+        #expect(HTTP1ParseError(.headerSectionTooLarge).statusReasonPhrase == "Request Header Fields Too Large")
         #expect(HTTP1ParseError(.unsupportedTransferEncoding).statusReasonPhrase == "Not Implemented")
     }
 

@@ -115,8 +115,10 @@ extension ProxySession {
                     pendingUpstream.append(contentsOf: remaining)
                 }
             case .failed(let error):
+                // The status line carries the standard phrase; the body says what exactly was wrong.
                 answerLocally(
-                    status: error.status, reason: error.reason, body: "ats-proxy: \(error.reason)\n", keepAlive: false)
+                    status: error.status, reason: error.statusReasonPhrase, body: "ats-proxy: \(error.reason)\n",
+                    keepAlive: false)
                 close()
             }
         }
