@@ -124,7 +124,8 @@ if Context.environment["ATS_PROXY_FUZZ"] == "1" {
             name: "FuzzSupport", dependencies: ["CLibFuzzer", "ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSHTTP2"],
             path: "Fuzzing/Support"))
     for name in [
-        "http1-request", "http1-response", "request-target", "info-plist", "http2-frontend", "tls-hello", "proxy-session",
+        "http1-request", "http1-response", "request-target", "info-plist", "http2-frontend", "tls-hello",
+        "proxy-session",
     ] {
         package.targets.append(
             .executableTarget(

@@ -150,6 +150,9 @@ enum ProxySessionFuzz {
         case tcp(eof: Bool)
         /// A channel of a shared HTTP/2 link, and where the response on it stands.
         case channel(ChannelResponse)
+        /// The peer closed or reset it and the driver dropped it: a write the session makes before it hears of
+        /// it (a TLS alert on the way out) is dropped harmlessly; no more events come from it.
+        case lost
     }
 
     /// What an HTTP/2 link has reported of the response on a channel: it follows the grammar the link keeps.
@@ -186,8 +189,9 @@ enum ProxySessionFuzz {
             now += 0.001
             let commands = session.handle(event, now: now)
             if ProxySessionFuzz.trace {
-                print("event \(event) → link \(link)")
-                for command in commands { print("    \(command)") }
+                var text = "event \(Self.brief(event)) (link \(link))\n"
+                for command in commands { text += "    \(Self.brief(command))\n" }
+                FileHandle.standardError.write(Data(text.utf8))
             }
             FuzzCheck.require(
                 !closed || commands.isEmpty, "commands after .closeClient in answer to \(event): \(commands)")
@@ -196,6 +200,26 @@ enum ProxySessionFuzz {
                 session.wantsClientReadsPaused == clientPaused,
                 "the session wants client reads paused: \(session.wantsClientReadsPaused), its commands said \(clientPaused)"
             )
+        }
+
+        /// An event for the trace, with its bytes as text.
+        static func brief(_ event: ProxyEvent) -> String {
+            switch event {
+            case .clientBytes(let bytes): "clientBytes \"\(FuzzCheck.describe(bytes, limit: 160))\""
+            case .upstreamBytes(let bytes): "upstreamBytes \"\(FuzzCheck.describe(bytes, limit: 160))\""
+            default: "\(event)"
+            }
+        }
+
+        /// A command for the trace, with its bytes as text and a record by its task and result.
+        static func brief(_ command: ProxyCommand) -> String {
+            switch command {
+            case .writeToClient(let bytes): "writeToClient \"\(FuzzCheck.describe(bytes, limit: 160))\""
+            case .writeToUpstream(let bytes): "writeToUpstream \"\(FuzzCheck.describe(bytes, limit: 160))\""
+            case .log(let record):
+                "log \(record.taskID) \(record.result) status \(String(describing: record.status)) \(record.rule)"
+            default: "\(command)"
+            }
         }
 
         func check(_ commands: [ProxyCommand]) {
@@ -216,7 +240,7 @@ enum ProxySessionFuzz {
                     // A connection is parked; a channel is closed (its link stays pooled).
                     switch link {
                     case .tcp, .channel: break
-                    case .none, .connecting: FuzzCheck.fail("release of upstream \(link)")
+                    case .none, .connecting, .lost: FuzzCheck.fail("release of upstream \(link)")
                     }
                     link = .none
                     upstreamPaused = false
@@ -224,10 +248,12 @@ enum ProxySessionFuzz {
                     guard case .tcp = link else { FuzzCheck.fail("promotion of upstream \(link)") }
                     link = .channel(.awaitingHead)
                 case .writeToUpstream(let bytes):
+                    if case .lost = link { break }
                     guard case .tcp = link else {
                         FuzzCheck.fail("bytes for upstream \(link), lost by the driver: \(FuzzCheck.describe(bytes))")
                     }
                 case .sendToUpstreamChannel(let parts):
+                    if case .lost = link { break }
                     guard case .channel = link else { FuzzCheck.fail("parts for upstream \(link): \(parts)") }
                 case .closeUpstream:
                     link = .none
@@ -245,8 +271,9 @@ enum ProxySessionFuzz {
                     let prefix = session.taskIDPrefix
                     FuzzCheck.require(record.taskID.hasPrefix(prefix), "a record with task ID '\(record.taskID)'")
                     let number = Int(record.taskID.dropFirst(prefix.count))
+                    // A CONNECT is no task of its own: its record takes the next task's number.
                     FuzzCheck.require(
-                        number.map { $0 >= 0 && $0 <= session.requestCount } == true,
+                        number.map { $0 >= 1 && $0 <= session.requestCount + 1 } == true,
                         "record \(record.taskID) names no request read so far (\(session.requestCount))")
                     FuzzCheck.require(
                         loggedTasks.insert(record.taskID).inserted, "task \(record.taskID) logged twice")
@@ -292,7 +319,7 @@ enum ProxySessionFuzz {
             case .connectFailed:
                 let code = NSURLErrorCode.allCases[Int(script.byte()) % NSURLErrorCode.allCases.count]
                 guard case .connecting = link else { return }
-                link = .none
+                link = .lost
                 deliver(.upstreamConnectFailed(code, detail: "fuzz"))
             case .upstreamBytes, .cannedResponse:
                 let bytes =
@@ -305,7 +332,7 @@ enum ProxySessionFuzz {
                 // The read EOF, then (or instead) the connection's orderly close: both arrive as upstreamEOF.
                 guard case .tcp(let eof) = link else { return }
                 if eof {
-                    link = .none
+                    link = .lost
                 } else {
                     guard !upstreamPaused else { return }
                     link = .tcp(eof: true)
@@ -313,13 +340,13 @@ enum ProxySessionFuzz {
                 deliver(.upstreamEOF)
             case .upstreamReset:
                 switch link {
-                case .tcp, .channel: link = .none
-                case .none, .connecting: return
+                case .tcp, .channel: link = .lost
+                case .none, .connecting, .lost: return
                 }
                 deliver(.upstreamReset)
             case .requiresHTTP11:
                 guard case .channel = link else { return }
-                link = .none
+                link = .lost
                 deliver(.upstreamRequiresHTTP11)
             case .upstreamParts:
                 let plan = script.payload()
