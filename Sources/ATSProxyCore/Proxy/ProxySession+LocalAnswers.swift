@@ -143,7 +143,10 @@ extension ProxySession {
                 body: Array("ats-proxy: onboarding pages answer GET only\n".utf8))
         }
         sendLocal(LocalResponse(page), keepAlive: keepAlive, headOnly: head.method == "HEAD")
-        if keepAlive { resumeParserIfIdle() } else { close() }
+        // Kept alive, the parser resumes at this request's message end (`requestEnd` without an exchange), which
+        // is still on its way: resuming here would start a pipelined request before it, and that end would then
+        // end the new request a second time.
+        if !keepAlive { close() }
     }
 
     /// A request addressed to the proxy itself (origin-form): the onboarding site, or a short page
@@ -167,6 +170,6 @@ extension ProxySession {
         } else {
             answerLocally(status: 404, reason: "Not Found", body: "ats-proxy: not found\n", keepAlive: keepAlive)
         }
-        if keepAlive { resumeParserIfIdle() }
+        // Kept alive, the parser resumes at this request's message end (see `answerOnboarding`).
     }
 }
