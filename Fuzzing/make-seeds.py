@@ -3,7 +3,8 @@
 
 Development tool, not part of the proxy: run it again after adding parser test cases (python3 Fuzzing/make-seeds.py).
 HTTP/1.1 seeds are the `raw:` strings of Tests/ATSProxyCoreTests/HTTP1{Parser,Rejection}Tests.swift (a response-role
-case gets the method prefix the http1-response target expects); HTTP/2, target and plist seeds are written here.
+case gets the method prefix the http1-response target expects); HTTP/2, target, plist and proxy-session event
+seeds are written here. Regression inputs (proxy-session `regression-*`) are findings copied in by hand.
 """
 import hashlib
 import os
