@@ -123,7 +123,10 @@ if Context.environment["ATS_PROXY_FUZZ"] == "1" {
         .target(
             name: "FuzzSupport", dependencies: ["CLibFuzzer", "ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSHTTP2"],
             path: "Fuzzing/Support"))
-    for name in ["http1-request", "http1-response", "request-target", "info-plist", "http2-frontend", "tls-hello"] {
+    for name in [
+        "http1-request", "http1-response", "request-target", "info-plist", "http2-frontend", "tls-hello",
+        "proxy-session",
+    ] {
         package.targets.append(
             .executableTarget(
                 name: "fuzz-\(name)", dependencies: ["FuzzSupport", "ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSHTTP2"],

@@ -3,7 +3,8 @@
 
 Development tool, not part of the proxy: run it again after adding parser test cases (python3 Fuzzing/make-seeds.py).
 HTTP/1.1 seeds are the `raw:` strings of Tests/ATSProxyCoreTests/HTTP1{Parser,Rejection}Tests.swift (a response-role
-case gets the method prefix the http1-response target expects); HTTP/2, target and plist seeds are written here.
+case gets the method prefix the http1-response target expects); HTTP/2, target, plist and proxy-session event
+seeds are written here. Regression inputs (proxy-session `regression-*`) are findings copied in by hand.
 """
 import hashlib
 import os
@@ -172,6 +173,70 @@ def client_hellos():
         yield label, outgoing.read()
 
 
+# Event kinds of the proxy-session target (`ProxySessionFuzz.Kind`, in order).
+(CLIENT_BYTES, CANNED_REQUEST, CONNECTED, REUSED, CONNECT_FAILED, UPSTREAM_BYTES, CANNED_RESPONSE, UPSTREAM_EOF,
+ UPSTREAM_RESET, REQUIRES_HTTP11, PARTS, TIMER, DRAIN, CLIENT_EOF, CLIENT_GONE, PEER) = range(16)
+
+
+def session_seeds():
+    """Realistic event sequences for the proxy-session target: a configuration byte, then events."""
+    def ev(kind, *operands):
+        return bytes([kind, *operands])
+
+    def payload(kind, data):
+        data = data.encode() if isinstance(data, str) else data
+        assert len(data) < 256
+        return bytes([kind, len(data)]) + data
+
+    get, head, chunked_post, expect, body4, upgrade, blocked, onboarding, itself, allowed, http10, connect, \
+        half_post, pipelined, self_absolute, ntlm = range(16)
+    ok, chunked, cont, switching, no_content, not_modified, until_close, early_hints, short, unauthorized, \
+        old, garbage = range(12)
+    seeds = {
+        "get-200": [ev(CANNED_REQUEST, get), ev(PEER, 7), ev(CONNECTED), ev(CANNED_RESPONSE, ok), ev(TIMER),
+                    ev(TIMER), ev(TIMER)],
+        "chunked-post-trailers": [ev(CANNED_REQUEST, chunked_post), ev(CONNECTED), ev(CANNED_RESPONSE, chunked)],
+        "expect-100-continue": [ev(CANNED_REQUEST, expect), ev(CONNECTED), ev(CANNED_RESPONSE, cont),
+                                ev(CANNED_REQUEST, body4), ev(CANNED_RESPONSE, early_hints),
+                                ev(CANNED_RESPONSE, ok)],
+        "upgrade-101": [ev(CANNED_REQUEST, upgrade), ev(CONNECTED), ev(CANNED_RESPONSE, switching),
+                        payload(CLIENT_BYTES, "hello"), payload(UPSTREAM_BYTES, "world"), ev(UPSTREAM_EOF)],
+        "blocked-then-onboarding": [ev(CANNED_REQUEST, blocked), ev(CANNED_REQUEST, onboarding),
+                                    ev(CANNED_REQUEST, itself), ev(CANNED_REQUEST, self_absolute)],
+        "reset-mid-body": [ev(CANNED_REQUEST, get), ev(CONNECTED), ev(CANNED_RESPONSE, short), ev(UPSTREAM_RESET)],
+        "retry-on-reused": [ev(CANNED_REQUEST, get), ev(REUSED, 0), ev(UPSTREAM_RESET), ev(CONNECTED),
+                            ev(CANNED_RESPONSE, ok), ev(CANNED_REQUEST, get), ev(REUSED, 0), ev(CANNED_RESPONSE, ok)],
+        "head-with-length": [ev(CANNED_REQUEST, head), ev(CONNECTED),
+                             payload(UPSTREAM_BYTES, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")],
+        "pipelined-keep-alive": [ev(CANNED_REQUEST, pipelined), ev(CONNECTED), ev(CANNED_RESPONSE, ok),
+                                 ev(CANNED_RESPONSE, not_modified), ev(CLIENT_EOF)],
+        "until-close": [ev(CANNED_REQUEST, http10), ev(CONNECTED), ev(CANNED_RESPONSE, until_close),
+                        ev(UPSTREAM_EOF), ev(UPSTREAM_EOF)],
+        "connect-failed": [ev(CANNED_REQUEST, allowed), ev(CONNECT_FAILED, 2)],
+        "exchange-timeout": [ev(CANNED_REQUEST, half_post), ev(CONNECTED), ev(TIMER), ev(TIMER)],
+        "drain-mid-exchange": [ev(CANNED_REQUEST, get), ev(CONNECTED), ev(DRAIN), ev(CANNED_RESPONSE, no_content)],
+        "ntlm-401": [ev(CANNED_REQUEST, ntlm), ev(CONNECTED), ev(CANNED_RESPONSE, unauthorized),
+                     ev(CANNED_REQUEST, get), ev(CANNED_RESPONSE, ok)],
+        "connect-tunnel": [ev(CANNED_REQUEST, connect), payload(CLIENT_BYTES, b"\x16\x03\x01\x00\x05hello")],
+        "garbage-response": [ev(CANNED_REQUEST, get), ev(CONNECTED), ev(CANNED_RESPONSE, garbage)],
+        "partial-head-timeout": [payload(CLIENT_BYTES, "GET http://localhost/ HTTP/1.1\r\nHo"), ev(TIMER)],
+        "client-gone": [ev(CANNED_REQUEST, get), ev(CONNECTED), ev(CLIENT_GONE)],
+    }
+    for label, events in seeds.items():
+        yield "cfg0-" + label, bytes([0]) + b"".join(events)
+    yield "cfg1-report-blocked", bytes([1]) + ev(CANNED_REQUEST, blocked) + ev(CONNECTED) + ev(CANNED_RESPONSE, ok)
+    channel = [ev(CANNED_REQUEST, blocked), ev(REUSED, 1), payload(PARTS, bytes([0x01, 0x20, 0x00, 0x00, 0x03]))]
+    yield "cfg2-upgrade-channel", bytes([2]) + b"".join(channel)
+    yield "cfg2-upgrade-channel-chunked", bytes([2]) + b"".join([
+        ev(CANNED_REQUEST, blocked), ev(REUSED, 1), payload(PARTS, bytes([0x08, 0x05, 0x02])),
+        payload(PARTS, bytes([0x03])), ev(CANNED_REQUEST, blocked), ev(REUSED, 1), ev(REQUIRES_HTTP11),
+        ev(CONNECTED)])
+    yield "cfg3-ignored-host", bytes([3]) + ev(CANNED_REQUEST, blocked) + ev(CONNECTED) + ev(CANNED_RESPONSE, ok)
+    yield "cfg4-allow-hosts", bytes([4]) + ev(CANNED_REQUEST, blocked) + ev(CANNED_REQUEST, get) + ev(CONNECTED)
+    yield "cfg5-no-linger", bytes([5]) + ev(CANNED_REQUEST, chunked_post) + ev(CONNECTED) + \
+        ev(CANNED_RESPONSE, chunked) + ev(TIMER) + ev(CANNED_REQUEST, get) + ev(REUSED, 0)
+
+
 def main():
     for label, data in client_hellos():
         write("tls-hello", data, label)
@@ -186,6 +251,8 @@ def main():
         write("request-target", text.encode())
     for label, data in plist_seeds():
         write("info-plist", data, label.replace(".", "-"))
+    for label, data in session_seeds():
+        write("proxy-session", data, label)
 
 
 main()

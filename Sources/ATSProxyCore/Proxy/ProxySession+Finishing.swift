@@ -89,10 +89,14 @@ extension ProxySession {
         commands.append(.log(record))
     }
 
+    /// The one record of a CONNECT whose client refused the TLS handshake. A CONNECT is not counted in
+    /// `requestCount` (it is no task in CFNetwork's numbering), so, like a passthrough CONNECT's exchange and a
+    /// refused CONNECT, it takes the number the next task would get: never the task ID of an earlier request on
+    /// the same connection, which has its own record.
     mutating func logClientHandshakeFailure(_ failure: TLSFailure) {
         guard let tunnel = role.tunnel else { return }
         let record = RequestRecord(
-            time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount),
+            time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount + 1),
             method: "CONNECT",
             url: "https://\(tunnel.host):\(tunnel.port)/", host: tunnel.host, httpProtocol: "http/1.1",
             source: .urlsession,

@@ -143,6 +143,9 @@ extension ProxySession {
                 body: Array("ats-proxy: onboarding pages answer GET only\n".utf8))
         }
         sendLocal(LocalResponse(page), keepAlive: keepAlive, headOnly: head.method == "HEAD")
+        // Kept alive, the parser resumes at this request's message end (`requestEnd` without an exchange), which
+        // is still on its way: resuming here would start a pipelined request before it, and that end would then
+        // end the new request a second time.
         if !keepAlive { close() }
     }
 
@@ -167,5 +170,6 @@ extension ProxySession {
         } else {
             answerLocally(status: 404, reason: "Not Found", body: "ats-proxy: not found\n", keepAlive: keepAlive)
         }
+        // Kept alive, the parser resumes at this request's message end (see `answerOnboarding`).
     }
 }

@@ -30,7 +30,9 @@ extension ProxySession {
                     verdict: UpstreamVerdict.failed(
                         .transport(.timedOut), requirements: requirements, url: exchange.url,
                         host: exchange.target.host))
-                if self.exchange != nil { close() }
+                // Still current: the 504 could not end it (its request body is still arriving). Ended, a request
+                // pipelined behind it may have started at once; that one is not the one that timed out.
+                if self.exchange === exchange { close() }
             }
             return
         }
