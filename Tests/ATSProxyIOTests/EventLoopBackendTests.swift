@@ -213,7 +213,9 @@ struct EventLoopBackendTests {
                 }
             }
         }
-        guard let (reason, received, maxQueued) = result.wait(seconds: 20) else {
+        // 8 MiB both ways takes well under a second normally; ThreadSanitizer builds, with end-to-end tests running
+        // beside them on two cores, have been seen moving a few hundred KiB per second: a stall is 60 s of nothing.
+        guard let (reason, received, maxQueued) = result.wait(seconds: 60) else {
             let client = onLoop(loop) {
                 "\(handlers.client?.received.count ?? -1) \(handlers.client?.connection?.stateSummary ?? "-")"
             }
