@@ -25,28 +25,25 @@ import Testing
     }
 
     static func run(_ arguments: [String]) throws -> Result {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.currentDirectoryURL = repository
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
+        try launch(binary, arguments, directory: repository.path, timeout: 120)
     }
 
     /// Runs any tool (curl, python3) with a bounded wait.
     static func runTool(_ path: String, _ arguments: [String], timeout: TimeInterval = 30) throws -> Result {
+        try launch(URL(fileURLWithPath: path), arguments, timeout: timeout)
+    }
+
+    /// Runs `executable` and collects its output; terminates it after `timeout` seconds. `directory` and
+    /// `environment` default to the test runner's.
+    static func launch(
+        _ executable: URL, _ arguments: [String], directory: String? = nil, environment: [String: String]? = nil,
+        timeout: TimeInterval
+    ) throws -> Result {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
+        process.executableURL = executable
         process.arguments = arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        if let environment { process.environment = environment }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

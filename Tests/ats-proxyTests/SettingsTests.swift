@@ -5,11 +5,7 @@ import Testing
 /// Runs the built binary in a chosen working directory with a chosen environment (no variables
 /// inherited beyond PATH, and HOME pointing at a temporary directory).
 enum Invocation {
-    struct Result {
-        let status: Int32
-        let stdout: String
-        let stderr: String
-    }
+    typealias Result = CLITests.Result
 
     static func environment(home: String, _ extra: [String: String] = [:]) -> [String: String] {
         var environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": home]
@@ -20,25 +16,8 @@ enum Invocation {
     static func run(
         _ arguments: [String], in directory: String, environment: [String: String], timeout: TimeInterval = 30
     ) throws -> Result {
-        let process = Process()
-        process.executableURL = CLITests.binary
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        killer.cancel()
-        return Result(
-            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
+        try CLITests.launch(
+            CLITests.binary, arguments, directory: directory, environment: environment, timeout: timeout)
     }
 
     /// `settings show --format json` as key → (value, from).
