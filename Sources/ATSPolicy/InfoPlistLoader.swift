@@ -109,6 +109,10 @@ public enum InfoPlistLoader {
         path: String, data: Data, kind: ConfigSourceKind?, innerPath: String?
     ) throws(ConfigLoadError) -> LoadedInfoPlist {
         guard !data.isEmpty else { throw ConfigLoadError(path: path, reason: "the file is empty, not a property list") }
+        if BinaryPlistSetScan.containsSet(data) {
+            throw ConfigLoadError(
+                path: path, reason: "the binary property list contains a set, which an Info.plist never holds")
+        }
         var format = PropertyListSerialization.PropertyListFormat.xml
         let object: Any
         do {
