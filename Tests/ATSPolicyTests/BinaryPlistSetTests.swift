@@ -7,10 +7,13 @@ import Testing
 /// with an error naming the file instead.
 @Suite struct BinaryPlistSetTests {
     /// The fuzzer's input: an Info.plist whose NSAllowsLocalNetworking/NSExceptionDomains array became a set.
-    static let withSet = Data(
-        base64Encoded:
-            "YnBsaXN0MDDUAQIDBAUGBwhfEBJDRkJ1bmRsZUV4ZWN1dGFibGVfEBJDRkJ1bmRsZUlOU1Bpbm5lZENBSWRlbnRpdGllc1NWZXJzaW9uXxAWTlNBcHBUcmFuc3BvcnRTZWN1cml0eVpOZXdzUmVhZGVyXxAWY29tLmV4YW1wbGUubmV3c3JlYWRlclQxNi4wwgkKCwxfEBdOU0FsbG93c0xsY2FsTmV0d29ya2luZ18QEk5TRXhjZXB0aW9uRG9tYWlucwnSDQ4PEV8QGGxlZ2FjeS1mZWVkcy5leGFtcGxlLmNvbV8QEW1lZGlhLmV4YW1wbGUubmV00RALXxAiTlNFeGNlcHRpb25BbGxvd3NJbnNlY3VyZUhUVFBMb2Fkc9MSExQVFgtfEBxOU0V4Y2VwdGlvbk1pbmltdW1UTFNWZXJzaW9uXxAhTlNFeGNlcHRpb25SZXF1aXJlc0ZvcndhcmRTZWNyZWN5XxAUTlNJbmNsdWRlc1N1YmRvbWFpbnNXVExTdjEuMQgACAARACYAOwBOAGcAcgCLAJAAlQCvAMQAxQDKAOUA+QD8ASEBKAFHAWsBggGKAAAAAAAAAgEAAAAAAAAAFwAAAAAAAAAAAAAAAAAAAYs="
-    )!
+    /// Computed: a static `let` holding Data is reported by LeakSanitizer at exit.
+    static var withSet: Data {
+        Data(
+            base64Encoded:
+                "YnBsaXN0MDDUAQIDBAUGBwhfEBJDRkJ1bmRsZUV4ZWN1dGFibGVfEBJDRkJ1bmRsZUlOU1Bpbm5lZENBSWRlbnRpdGllc1NWZXJzaW9uXxAWTlNBcHBUcmFuc3BvcnRTZWN1cml0eVpOZXdzUmVhZGVyXxAWY29tLmV4YW1wbGUubmV3c3JlYWRlclQxNi4wwgkKCwxfEBdOU0FsbG93c0xsY2FsTmV0d29ya2luZ18QEk5TRXhjZXB0aW9uRG9tYWlucwnSDQ4PEV8QGGxlZ2FjeS1mZWVkcy5leGFtcGxlLmNvbV8QEW1lZGlhLmV4YW1wbGUubmV00RALXxAiTlNFeGNlcHRpb25BbGxvd3NJbnNlY3VyZUhUVFBMb2Fkc9MSExQVFgtfEBxOU0V4Y2VwdGlvbk1pbmltdW1UTFNWZXJzaW9uXxAhTlNFeGNlcHRpb25SZXF1aXJlc0ZvcndhcmRTZWNyZWN5XxAUTlNJbmNsdWRlc1N1YmRvbWFpbnNXVExTdjEuMQgACAARACYAOwBOAGcAcgCLAJAAlQCvAMQAxQDKAOUA+QD8ASEBKAFHAWsBggGKAAAAAAAAAgEAAAAAAAAAFwAAAAAAAAAAAAAAAAAAAYs="
+        )!
+    }
 
     @Test func aBinaryPlistWithASetIsRefusedWithAClearError() {
         #expect(BinaryPlistSetScan.containsSet(Self.withSet))
