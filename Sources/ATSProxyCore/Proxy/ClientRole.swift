@@ -1,34 +1,25 @@
 import ATSPolicy
 
-/// How a session's client sends it requests: as a proxy client, from inside a CONNECT tunnel the proxy
-/// intercepts, or as one stream of an HTTP/2 client inside such a tunnel. The tunnel is part of the case, so a
-/// session is never half inside one (an authority without its parsed target, or the reverse).
+/// How a session's client sends it requests: as a proxy client, or from inside a CONNECT tunnel the proxy
+/// intercepts (HTTP/1.1 there, or HTTP/2 through the session's `HTTP2Frontend`). The tunnel is part of the case,
+/// so a session is never half inside one (an authority without its parsed target, or the reverse).
 enum ClientRole {
     /// A proxy client: absolute-form requests (and CONNECT) in cleartext.
     case proxyClient
     /// Inside a CONNECT tunnel the proxy intercepts: origin-form requests for the tunnel's origin, decrypted by
     /// the session's client TLS engine.
     case intercepted(InterceptedTunnel)
-    /// A stream's lane of `HTTP2Frontend`: requests arrive parsed from the tunnel's HTTP/2 session, and what the
-    /// session writes to the client is re-framed as HTTP/2 by the frontend.
-    case stream(InterceptedTunnel)
 
     /// The intercepted tunnel requests arrive through, if any.
     var tunnel: InterceptedTunnel? {
         switch self {
         case .proxyClient: nil
-        case .intercepted(let tunnel), .stream(let tunnel): tunnel
+        case .intercepted(let tunnel): tunnel
         }
     }
 
     /// Whether requests arrive from inside an intercepted tunnel (decrypted, origin-form).
     var isInTunnel: Bool { tunnel != nil }
-
-    /// Whether the session is a stream's lane of an HTTP/2 client.
-    var isStream: Bool {
-        if case .stream = self { return true }
-        return false
-    }
 }
 
 /// The origin of an intercepted CONNECT tunnel, parsed once at CONNECT: every request inside goes there, so only

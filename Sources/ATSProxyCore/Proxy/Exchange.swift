@@ -2,101 +2,99 @@ import ATSPolicy
 import ATSTLS
 import Foundation
 
-extension ProxySession {
-    /// One request and its response as the session carries it: what was asked and decided (fixed at the start),
-    /// where it stands (`state`, one `ExchangeState` value over both halves, whose transitions trap when illegal),
-    /// and what the record will say (result, codes, rule, fix, facts, sizes, timings).
-    ///
-    /// A class, so the session mutates the one it holds in place: a struct of this size was copied (and its
-    /// parser's buffer retained twice, then copied on write) on every event. The state that decides what may
-    /// happen next is a value (`ExchangeState`), tested on its own; the class only holds it. Owned by the session
-    /// that created it; never shared with another session.
-    final class Exchange {
-        let number: Int
-        let start: Date
-        let method: String
-        let url: String
-        let target: RequestTarget
-        let decision: ATSDecision
-        /// The policy that made `decision`: fixes and console lines come from it even after a reload.
-        let policy: PolicyStore.Snapshot
-        let source: RequestSource
-        let requestHeaders: HTTP1Headers
-        /// Where the exchange stands (both halves): the only record of its progress.
-        var state: ExchangeState
-        var clientKeepAlive: Bool
-        /// Frames the request body for an HTTP/1.1 upstream (a fresh one for each upstream the request is sent to).
-        var requestWriter: HTTP1BodyWriter
-        /// How the client framed the request body: the framing of the request head part sent upstream.
-        var requestFraming: HTTP1BodyFraming = .none
-        /// Request body bytes passed on so far (checked against a declared Content-Length).
-        var requestBodyForwarded = 0
-        var responseParser = HTTP1Parser(role: .response)
-        /// Writes the response as HTTP/1.1 text for an HTTP/1.1 client (unused for a stream's lane).
-        var responseEncoder = HTTP1ResponseEncoder()
-        var responseStatus: Int?
-        var responseHeaders = HTTP1Headers()
-        var upstreamKeepAlive = true
-        var bytesFromClient = 0
-        var bytesToClient = 0
-        var tls: [String: String]?
-        var result: RequestRecord.Result = .completed
-        var errorCode: Int?
-        var streamError: String?
-        var rule: String
-        var fix: String?
-        var consoleLines: [String] = []
-        var isUpgradeRequest = false
-        /// An HTTP/1.0 client cannot read chunked bodies: they are de-chunked and end with close.
-        var clientIsHTTP10 = false
-        /// Whether the request carries a body (one not yet received blocks keep-alive after a local answer).
-        var requestHasBody = false
-        /// The requirements the upstream is judged against (nil for cleartext).
-        var requirements: TLSRequirements?
-        /// The upstream the request was sent for.
-        var upstreamKey: UpstreamKey?
-        /// The request head as sent upstream, kept while the request may be retried once on another
-        /// connection (a fresh one after a lost reused one, or an HTTP/1.1 one after HTTP_1_1_REQUIRED): an
-        /// idempotent request without a body that is not an upgrade (RFC 9110 §9.2.2). Nil otherwise, and
-        /// once it was retried.
-        var retryHead: HTTP1RequestHead?
-        /// The upstream carrying the request was reused (kept alive, or from the pool), not opened for it.
-        var onReusedUpstream = false
-        /// The request was sent again on another connection (logged with the record).
-        var retried = false
-        /// Traffic to a host the host filter leaves alone: forwarded, never logged as a request.
-        var unrecorded = false
-        /// The request's Authorization names NTLM or Negotiate (`namesConnectionAuthentication`).
-        var authenticatesConnection = false
-        /// When the upstream phases ended (reported only with `ProxySettings.detailedRecords`).
-        var timings = PhaseTimes()
-        /// The first bytes of each body (`ProxySettings.captureBodyLimit`; empty otherwise).
-        var bodies = CapturedBodies()
+/// One request and its response as a leg carries it: what was asked and decided (fixed at the start),
+/// where it stands (`state`, one `ExchangeState` value over both halves, whose transitions trap when illegal),
+/// and what the record will say (result, codes, rule, fix, facts, sizes, timings).
+///
+/// A class, so the leg mutates the one it holds in place: a struct of this size was copied (and its
+/// parser's buffer retained twice, then copied on write) on every event. The state that decides what may
+/// happen next is a value (`ExchangeState`), tested on its own; the class only holds it. Owned by the leg
+/// that created it; never shared with another leg.
+final class Exchange {
+    let number: Int
+    let start: Date
+    let method: String
+    let url: String
+    let target: RequestTarget
+    let decision: ATSDecision
+    /// The policy that made `decision`: fixes and console lines come from it even after a reload.
+    let policy: PolicyStore.Snapshot
+    let source: RequestSource
+    let requestHeaders: HTTP1Headers
+    /// Where the exchange stands (both halves): the only record of its progress.
+    var state: ExchangeState
+    var clientKeepAlive: Bool
+    /// Frames the request body for an HTTP/1.1 upstream (a fresh one for each upstream the request is sent to).
+    var requestWriter: HTTP1BodyWriter
+    /// How the client framed the request body: the framing of the request head part sent upstream.
+    var requestFraming: HTTP1BodyFraming = .none
+    /// Request body bytes passed on so far (checked against a declared Content-Length).
+    var requestBodyForwarded = 0
+    var responseParser = HTTP1Parser(role: .response)
+    /// Writes the response as HTTP/1.1 text for an HTTP/1.1 client (unused for a stream's lane).
+    var responseEncoder = HTTP1ResponseEncoder()
+    var responseStatus: Int?
+    var responseHeaders = HTTP1Headers()
+    var upstreamKeepAlive = true
+    var bytesFromClient = 0
+    var bytesToClient = 0
+    var tls: [String: String]?
+    var result: RequestRecord.Result = .completed
+    var errorCode: Int?
+    var streamError: String?
+    var rule: String
+    var fix: String?
+    var consoleLines: [String] = []
+    var isUpgradeRequest = false
+    /// An HTTP/1.0 client cannot read chunked bodies: they are de-chunked and end with close.
+    var clientIsHTTP10 = false
+    /// Whether the request carries a body (one not yet received blocks keep-alive after a local answer).
+    var requestHasBody = false
+    /// The requirements the upstream is judged against (nil for cleartext).
+    var requirements: TLSRequirements?
+    /// The upstream the request was sent for.
+    var upstreamKey: UpstreamKey?
+    /// The request head as sent upstream, kept while the request may be retried once on another
+    /// connection (a fresh one after a lost reused one, or an HTTP/1.1 one after HTTP_1_1_REQUIRED): an
+    /// idempotent request without a body that is not an upgrade (RFC 9110 §9.2.2). Nil otherwise, and
+    /// once it was retried.
+    var retryHead: HTTP1RequestHead?
+    /// The upstream carrying the request was reused (kept alive, or from the pool), not opened for it.
+    var onReusedUpstream = false
+    /// The request was sent again on another connection (logged with the record).
+    var retried = false
+    /// Traffic to a host the host filter leaves alone: forwarded, never logged as a request.
+    var unrecorded = false
+    /// The request's Authorization names NTLM or Negotiate (`namesConnectionAuthentication`).
+    var authenticatesConnection = false
+    /// When the upstream phases ended (reported only with `ProxySettings.detailedRecords`).
+    var timings = PhaseTimes()
+    /// The first bytes of each body (`ProxySettings.captureBodyLimit`; empty otherwise).
+    var bodies = CapturedBodies()
 
-        init(
-            number: Int, start: Date, method: String, url: String, target: RequestTarget, decision: ATSDecision,
-            policy: PolicyStore.Snapshot, source: RequestSource, requestHeaders: HTTP1Headers, state: ExchangeState,
-            clientKeepAlive: Bool,
-            requestWriter: HTTP1BodyWriter, rule: String
-        ) {
-            self.number = number
-            self.start = start
-            self.method = method
-            self.url = url
-            self.target = target
-            self.decision = decision
-            self.policy = policy
-            self.source = source
-            self.requestHeaders = requestHeaders
-            self.state = state
-            self.clientKeepAlive = clientKeepAlive
-            self.requestWriter = requestWriter
-            self.rule = rule
-        }
+    init(
+        number: Int, start: Date, method: String, url: String, target: RequestTarget, decision: ATSDecision,
+        policy: PolicyStore.Snapshot, source: RequestSource, requestHeaders: HTTP1Headers, state: ExchangeState,
+        clientKeepAlive: Bool,
+        requestWriter: HTTP1BodyWriter, rule: String
+    ) {
+        self.number = number
+        self.start = start
+        self.method = method
+        self.url = url
+        self.target = target
+        self.decision = decision
+        self.policy = policy
+        self.source = source
+        self.requestHeaders = requestHeaders
+        self.state = state
+        self.clientKeepAlive = clientKeepAlive
+        self.requestWriter = requestWriter
+        self.rule = rule
+    }
 
-        /// Notes that response bytes arrived from the origin: the first ones set the first-byte time.
-        func responseBytesArrived(at now: Date) {
-            if state.responseBytesArrived() { timings.firstByte = now }
-        }
+    /// Notes that response bytes arrived from the origin: the first ones set the first-byte time.
+    func responseBytesArrived(at now: Date) {
+        if state.responseBytesArrived() { timings.firstByte = now }
     }
 }

@@ -7,14 +7,6 @@ import Foundation
 extension HTTP2Frontend {
     // MARK: - Responses
 
-    /// A lane wrote something no stream can carry: its stream is reset (INTERNAL_ERROR).
-    func brokenLane(_ lane: Int32) {
-        guard let id = laneStream[lane], var stream = streams[id], stream.response != .ended else { return }
-        stream.response = .ended
-        streams[id] = stream
-        try? session.resetStream(stream: id, error: .internalError)
-    }
-
     /// Response parts the lane relayed from its upstream: submitted as the stream's HEADERS, DATA and trailers.
     func responseParts(lane: Int32, _ parts: [HTTP1Event]) {
         guard let id = laneStream[lane], streams[id] != nil else { return }
@@ -124,8 +116,8 @@ extension HTTP2Frontend {
         }
         let url = "\(head.scheme.isEmpty ? "https" : head.scheme)://\(head.authority)\(head.path)"
         let record = RequestRecord(
-            time: now, clientAddress: template.clientAddress,
-            taskID: template.taskIDPrefix + String(number), method: head.method, url: url,
+            time: now, clientAddress: template.client.address,
+            taskID: template.client.taskIDPrefix + String(number), method: head.method, url: url,
             httpProtocol: "h2", source: .urlsession, result: .failed, atsRequired: false, ruleChain: [],
             rule: text.replacingOccurrences(of: "ats-proxy: ", with: ""), status: status,
             requestHeaders: head.headers.map { RequestRecord.HeaderField(name: $0.name, value: $0.value) },

@@ -3,10 +3,13 @@ import ATSPolicy
 import Foundation
 
 /// The HTTP/2 side of an intercepted tunnel whose client negotiated h2 (sans-io). It owns the server-role
-/// `HTTP2Session` and turns every stream into one request of a per-stream `ProxySession` (a *lane*), which
-/// decides, connects and judges exactly as for HTTP/1.1; the lane hands its response (relayed or its own
-/// answer) over as message parts (`ProxyCommand.respond`), submitted as the stream's HEADERS, DATA and trailers. Lanes whose exchange finished cleanly are kept idle and reused by later streams,
-/// so their upstream connections are reused per (host, port, decision) like HTTP/1.1 keep-alive.
+/// `HTTP2Session` and turns every stream into one exchange of an `ExchangeLeg` (a *lane*: a leg with its own
+/// upstream connection and timer, addressed by lane number in `ProxyEvent.stream`/`ProxyCommand.stream`), which
+/// decides, connects and judges exactly as for HTTP/1.1; the leg hands its response (relayed or its own answer)
+/// over as message parts (`ProxyCommand.respond`), submitted as the stream's HEADERS, DATA and trailers: no
+/// HTTP/1.1 text passes between a stream and its leg. Legs whose exchange finished cleanly are kept idle and
+/// reused by later streams, so their upstream connections are reused per (host, port, decision) like HTTP/1.1
+/// keep-alive.
 ///
 /// Flow control: request DATA is acknowledged (WINDOW_UPDATE) only when the lane can take it; response bytes
 /// beyond a per-stream watermark (or, for streams the client is not reading, beyond a per-connection one) pause
@@ -67,12 +70,14 @@ final class HTTP2Frontend {
     static let maximumIdleLanes = Int(HTTP2Configuration().maxConcurrentStreams)
 
     let session: HTTP2Session
-    /// A stream session to copy for every new lane.
-    let template: ProxySession
-    let tunnelHost: String
-    let tunnelPort: Int
+    /// A leg to copy for every new lane (the connection's identity, answering in stream parts).
+    let template: ExchangeLeg
+    /// The intercepted tunnel every stream's request goes to.
+    let tunnel: InterceptedTunnel
+    var tunnelHost: String { tunnel.host }
+    var tunnelPort: Int { tunnel.port }
     var streams: [Int32: Stream] = [:]
-    var lanes: [Int32: ProxySession] = [:]
+    var lanes: [Int32: ExchangeLeg] = [:]
     /// Which stream each busy lane serves.
     var laneStream: [Int32: Int32] = [:]
     var idleLanes: [Int32] = []
@@ -92,10 +97,17 @@ final class HTTP2Frontend {
         var configuration = HTTP2Configuration()
         configuration.initialWindowSize = 65_535
         configuration.connectionWindowSize = 1 << 20
+        guard let tunnel = parent.role.tunnel else {
+            preconditionFailure("HTTP2Frontend: the session is not inside an intercepted tunnel")
+        }
         session = try HTTP2Session(role: .server, configuration: configuration)
-        template = ProxySession(streamOf: parent)
-        tunnelHost = parent.role.tunnel?.host ?? ""
-        tunnelPort = parent.role.tunnel?.port ?? 443
+        template = ExchangeLeg(
+            services: parent.services,
+            client: ExchangeLeg.Client(
+                address: parent.clientAddress, connectionNumber: parent.connectionNumber, taskUUID: parent.taskUUID,
+                taskIDPrefix: parent.taskIDPrefix, protocolName: "h2"),
+            delivery: .stream)
+        self.tunnel = tunnel
         requestCount = parent.requestCount
     }
 
@@ -122,12 +134,17 @@ final class HTTP2Frontend {
     func handle(lane: Int32, event: ProxyEvent, now: Date) -> Output {
         step(now: now) { frontend in
             guard frontend.lanes[lane] != nil else { return }
-            if case .upstreamWritable(let writable) = event {
+            switch event {
+            case .upstreamWritable(let writable):
                 frontend.setUpstreamWritable(lane: lane, writable)
-                return
+            case .timerFired:
+                frontend.withLeg(lane) { $0.ownTimerFired() }
+            case .upstreamConnected, .upstreamPeer, .upstreamReused, .upstreamConnectFailed, .upstreamParts,
+                .upstreamBytes, .upstreamEOF, .upstreamReset, .upstreamRequiresHTTP11:
+                frontend.withLeg(lane) { $0.handleUpstreamEvent(event) }
+            case .clientBytes, .clientEOF, .clientGone, .drain, .stream:
+                preconditionFailure("HTTP2Frontend: \(event) is no event of lane \(lane)")
             }
-            let commands = frontend.lanes[lane]!.handle(event, now: now)
-            frontend.translate(lane: lane, commands)
         }
     }
 
@@ -281,14 +298,21 @@ final class HTTP2Frontend {
             return
         }
         let h1 = HTTP1RequestHead(method: head.method, target: target, version: .http11, headers: headers)
+        // Asterisk-form's target URI has an empty path (RFC 9112 §3.3): the origin alone.
+        var path = ""
+        if case .origin(let origin) = target { path = origin }
+        let url = tunnel.url(path: path)
         let lane = takeLane()
         stream.lane = lane
         streams[id] = stream
         laneStream[lane] = id
-        var events: [HTTP1Event] = [.request(h1, body: framing)]
-        if endStream { events.append(.messageEnd) }
-        let commands = lanes[lane]!.handleStreamRequest(events, number: number, now: now)
-        translate(lane: lane, commands)
+        let request = ExchangeLeg.Request(
+            head: h1, framing: framing, url: url, target: tunnel.target.withURL(url), number: number,
+            clientKeepAlive: HTTP1ProxyHeaders.isKeepAlive(version: .http11, headers: headers), leftAlone: false)
+        withLeg(lane) { leg in
+            leg.start(request)
+            if endStream { leg.requestEnd(trailers: nil) }
+        }
     }
 
     func requestData(stream id: Int32, bytes: [UInt8]) {
@@ -304,9 +328,8 @@ final class HTTP2Frontend {
         } else {
             session.consume(stream: id, bytes: bytes.count)
         }
-        guard let lane = stream.lane, lanes[lane] != nil else { return }
-        let commands = lanes[lane]!.handleStreamRequest([.body(bytes[...])], number: nil, now: now)
-        translate(lane: lane, commands)
+        guard let lane = stream.lane else { return }
+        withLeg(lane) { $0.requestBody(bytes[...]) }
     }
 
     func requestTrailers(stream id: Int32, fields: [HTTP2Header]) {
@@ -314,17 +337,15 @@ final class HTTP2Frontend {
             return
         }
         let trailers = HTTP1Headers(fields.filter { !$0.isPseudo }.map { HTTP1Field(name: $0.name, value: $0.value) })
-        let commands = lanes[lane]!.handleStreamRequest([.trailers(trailers)], number: nil, now: now)
-        translate(lane: lane, commands)
+        withLeg(lane) { $0.requestEnd(trailers: trailers) }
     }
 
     func requestEnded(stream id: Int32) {
         guard var stream = streams[id], !stream.requestEnded else { return }
         stream.requestEnded = true
         streams[id] = stream
-        guard let lane = stream.lane, lanes[lane] != nil else { return }
-        let commands = lanes[lane]!.handleStreamRequest([.messageEnd], number: nil, now: now)
-        translate(lane: lane, commands)
+        guard let lane = stream.lane else { return }
+        withLeg(lane) { $0.requestEnd(trailers: nil) }
     }
 
     /// The stream is over: closed cleanly, reset by either side, or refused.
@@ -390,26 +411,48 @@ final class HTTP2Frontend {
     /// Ends a lane: it logs anything in flight, and the driver closes its upstream and timer.
     func closeLane(_ lane: Int32) {
         guard lanes[lane] != nil else { return }
-        let commands = lanes[lane]!.handle(.clientGone, now: now)
-        translate(lane: lane, commands)
+        withLeg(lane) { $0.clientGone() }
         if lanes[lane] != nil {
             lanes[lane] = nil
             output.commands.append(.stream(lane, .closeClient))
         }
     }
 
-    /// Runs a lane's commands: its writes to "the client" become the stream's HTTP/2 response.
+    /// Runs `body` on the leg of `lane` (if it is still there) at the current time, arms its timer, and carries out
+    /// what it asked for: its commands (`translate`), then its signals (a leg that shut down is a closed lane).
+    func withLeg(_ lane: Int32, _ body: (inout ExchangeLeg) -> Void) {
+        guard lanes[lane] != nil else { return }
+        lanes[lane]!.now = now
+        body(&lanes[lane]!)
+        lanes[lane]!.updateOwnTimer()
+        var commands: [ProxyCommand] = []
+        swap(&commands, &lanes[lane]!.commands)
+        let signals = lanes[lane]!.takeSignals()
+        translate(lane: lane, commands)
+        for signal in signals where lanes[lane] != nil {
+            switch signal {
+            case .finished(let keepAlive):
+                // The stream's response is complete; `streamGone` decides whether the leg waits for another, unless
+                // the exchange ended its connection (the response came before the whole request).
+                if !keepAlive { withLeg(lane) { $0.shutDown() } }
+            case .closeClient:
+                laneClosed(lane)
+            case .upgraded, .tunnelOpened:
+                preconditionFailure("HTTP2Frontend: a stream's leg reported \(signal); streams carry no raw bytes")
+            }
+        }
+    }
+
+    /// Runs a lane's commands: its response parts become the stream's HTTP/2 response.
     func translate(lane: Int32, _ commands: [ProxyCommand]) {
         for command in commands {
             switch command {
             case .respond(let parts):
                 responseParts(lane: lane, parts)
-            case .writeToClient:
-                // A lane answers in parts only (an origin's 101 is refused before it reaches a stream): text here
-                // is a broken lane, and its stream is reset.
-                brokenLane(lane)
-            case .closeClient:
-                laneClosed(lane)
+            case .writeToClient, .closeClient:
+                // A leg answers in parts and ends with a signal: a stream's leg never writes text (an origin's 101
+                // is refused before it reaches a stream) nor closes a client.
+                preconditionFailure("HTTP2Frontend: lane \(lane)'s leg commanded \(command)")
             case .connectUpstream, .writeToUpstream, .sendToUpstreamChannel, .closeUpstream, .armTimer, .cancelTimer,
                 .releaseUpstream, .promoteUpstream:
                 output.commands.append(.stream(lane, command))
@@ -425,8 +468,9 @@ final class HTTP2Frontend {
         }
     }
 
-    /// The lane session closed itself (fault, timeout, `Connection: close` answer, idle timer).
+    /// The lane's leg shut down (fault, timeout, `Connection: close` answer, idle timer).
     func laneClosed(_ lane: Int32) {
+        guard lanes[lane] != nil else { return }
         lanes[lane] = nil
         backedUpLanes.remove(lane)
         idleLanes.removeAll { $0 == lane }

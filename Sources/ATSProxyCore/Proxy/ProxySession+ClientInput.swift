@@ -17,14 +17,13 @@ extension ProxySession {
         case .clientHandshake:
             guard let tls = clientTLS else { return close() }
             continueClientHandshake(tls, bytes)
-        case .relay:
+        case .tunnel:
             if let tls = clientTLS {
                 drainClientTLS(tls, bytes)
             } else {
-                sendToUpstream(bytes)
+                leg.relayFromClient(bytes)
+                handleSignals()
             }
-        case .passthroughProbe, .passthroughConnecting:
-            pendingUpstream.append(contentsOf: bytes)
         case .h2:
             guard let tls = clientTLS else { return close() }
             drainClientTLS(tls, bytes)
@@ -60,9 +59,11 @@ extension ProxySession {
         let inbound = TLSLayer(tls).decrypt(ciphertext)
         if !inbound.plaintext.isEmpty {
             switch phase {
-            case .relay: sendToUpstream(inbound.plaintext)
+            case .tunnel:
+                leg.relayFromClient(inbound.plaintext)
+                handleSignals()
             case .h2: http2Bytes(inbound.plaintext)
-            case .http, .clientHandshake, .passthroughProbe, .passthroughConnecting, .closed:
+            case .http, .clientHandshake, .closed:
                 feedParser(inbound.plaintext)
             }
             if case .closed = phase { return }
@@ -109,17 +110,18 @@ extension ProxySession {
             case .messageEnd:
                 requestEnd(trailers: nil)
             case .upgraded(let remaining):
+                // After a CONNECT head: the rest is the tunnel's (TLS for interception, raw bytes for passthrough).
                 if case .clientHandshake = phase, let tls = clientTLS {
                     continueClientHandshake(tls, Array(remaining))
-                } else if !remaining.isEmpty {
-                    pendingUpstream.append(contentsOf: remaining)
+                } else if case .tunnel = phase, !remaining.isEmpty {
+                    leg.relayFromClient(Array(remaining))
+                    handleSignals()
                 }
             case .failed(let error):
                 // The status line carries the standard phrase; the body says what exactly was wrong.
                 answerLocally(
                     status: error.status, reason: error.statusReasonPhrase, body: "ats-proxy: \(error.reason)\n",
                     keepAlive: false)
-                close()
             }
         }
     }

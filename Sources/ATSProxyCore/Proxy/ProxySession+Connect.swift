@@ -6,6 +6,8 @@ import Foundation
 extension ProxySession {
     // MARK: - CONNECT
 
+    /// A CONNECT: refused, left alone (a blind tunnel), passed through after a probe, or intercepted (the client's
+    /// TLS with a minted leaf, then requests inside).
     mutating func connect(_ head: HTTP1RequestHead) {
         guard case .authority(let authority) = head.target, !inTunnel else {
             answerLocally(
@@ -36,8 +38,8 @@ extension ProxySession {
         if services.settings.hostFilter.ignores(host: host, port: port) {
             // Left alone: a blind tunnel without a probe or a record (only counted).
             services.settings.hostFilter.countIgnored(host: host)
-            phase = .passthroughConnecting(host: host, port: port)
-            openUpstream(UpstreamKey(host: host, port: port, requirements: nil, permissive: false), reusable: false)
+            phase = .tunnel
+            leg.openTunnel(host: host, port: port)
             return
         }
         let url = "https://\(RequestTarget.uriHost(host))\(port == 443 ? "" : ":\(port)")/"
@@ -46,8 +48,8 @@ extension ProxySession {
             close()
             return
         }
-        let source = requestSource(head)
-        let (decision, policy) = decide(target, source: source)
+        let source = leg.requestSource(head)
+        let (decision, policy) = leg.decide(target, source: source)
         let passthrough =
             services.settings.isPassthroughHost(host)
             || (services.settings.passthroughPinnedDomains && decision.requirements.pins != nil)
@@ -64,9 +66,8 @@ extension ProxySession {
                 permissive: services.settings.mode == .report)
             // The probe connects: its record names the server it reached, as a forwarded request's does.
             exchange.upstreamKey = key
-            self.exchange = exchange
-            phase = .passthroughProbe(host: host, port: port)
-            openUpstream(key, reusable: false)
+            phase = .tunnel
+            leg.startProbe(exchange, key: key, host: host, port: port)
             return
         }
         do {
@@ -79,25 +80,20 @@ extension ProxySession {
         role = .intercepted(
             InterceptedTunnel(host: host, port: port, target: target, origin: String(url.utf8.dropLast())!))
         phase = .clientHandshake
-        commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
+        leg.delivery = .http1(encrypted: true)
+        leg.commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
         parser = HTTP1Parser(role: .request)
     }
 
     // MARK: - Passthrough
 
-    mutating func finishPassthroughSetup() {
-        commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
-        if let exchange {
-            exchange.responseStatus = 200
-            exchange.state.tunnelOpened()
-            logExchange()
-        }
-        exchange = nil
-        phase = .relay
-        flushPendingUpstream()
+    /// The leg opened the tunnel's connection: the CONNECT is answered, and what the client sent after it (held by
+    /// the parser) follows the bytes the leg held.
+    mutating func tunnelOpened() {
+        leg.commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
         if parser.isPaused {
             let held = parser.upgrade()
-            if !held.isEmpty { sendToUpstream(Array(held)) }
+            if !held.isEmpty { leg.relayFromClient(Array(held)) }
         }
     }
 }

@@ -2,41 +2,57 @@ import ATSPolicy
 import ATSTLS
 import Foundation
 
-/// The end of an exchange and of the connection: one record per exchange, the upstream parked or closed, the client closed or kept alive.
+/// The leg's signals (the next request, a tunnel, the end) and the end of the connection: a client gone, a drain,
+/// an EOF, closing.
 extension ProxySession {
-    // MARK: - Finishing
+    // MARK: - Signals of the leg
 
-    mutating func finishIfComplete() {
-        guard let exchange, exchange.state.isComplete else { return }
-        logExchange()
-        self.exchange = nil
-        if !exchange.upstreamKeepAlive {
-            if case .none = upstream {
-            } else {
-                commands.append(.closeUpstream)
+    /// Does what the leg asked for during the last call, in order.
+    mutating func handleSignals() {
+        while !leg.signals.isEmpty {
+            for signal in leg.takeSignals() {
+                if case .closed = phase { return }
+                switch signal {
+                case .finished(let keepAlive):
+                    if !keepAlive || draining {
+                        close()
+                    } else {
+                        resumeParserIfIdle()
+                    }
+                case .closeClient:
+                    close()
+                case .upgraded:
+                    // 101 Switching Protocols: what the client sent after its request (held by the parser) is the
+                    // new protocol's.
+                    phase = .tunnel
+                    if parser.isPaused {
+                        let held = parser.upgrade()
+                        if !held.isEmpty { leg.relayFromClient(Array(held)) }
+                    }
+                case .tunnelOpened:
+                    tunnelOpened()
+                }
             }
-            upstream = .none
-        } else if case .ready = upstream {
-            upstreamIdle = true
         }
-        if !exchange.clientKeepAlive || draining {
-            close()
-            return
-        }
-        resumeParserIfIdle()
     }
+
+    /// Resumes the parser after an exchange or a local answer, when nothing is in flight: a request pipelined
+    /// behind it starts now.
+    mutating func resumeParserIfIdle() {
+        guard leg.exchange == nil, parser.isPaused else { return }
+        let events = parser.resume()
+        process(events)
+    }
+
+    // MARK: - The end
 
     /// The client went away: log what was in flight (the app's request was abandoned).
     mutating func clientGone() {
         if case .h2 = phase, let h2 {
             apply(h2.clientGone(now: now))
         }
-        if let exchange, !exchange.state.responseComplete {
-            exchange.result = .failed
-            exchange.rule = "the client closed the connection before the response was complete"
-            logExchange()
-            self.exchange = nil
-        }
+        leg.clientGone()
+        leg.signals = []
         close()
     }
 
@@ -45,10 +61,8 @@ extension ProxySession {
         if draining {
             // A second drain: the grace period is over, whatever is in flight ends now (and is recorded).
             if case .h2 = phase, let h2 { apply(h2.clientGone(now: now)) }
-            if let exchange, !exchange.state.isRecorded {
-                exchange.result = .failed
-                exchange.rule = "the proxy stopped (grace period over) before the exchange was complete"
-            }
+            leg.abandonForShutdown()
+            leg.signals = []
             close()
             return
         }
@@ -57,36 +71,7 @@ extension ProxySession {
             apply(h2.drain(now: now))
             return
         }
-        if exchange == nil { close() }
-    }
-
-    mutating func resumeParserIfIdle() {
-        guard exchange == nil, parser.isPaused else { return }
-        let events = parser.resume()
-        process(events)
-    }
-
-    mutating func logExchange() {
-        guard let exchange, !exchange.unrecorded, !exchange.state.isRecorded else { return }
-        exchange.state.record()
-        let redirectNote = ""
-        let record = RequestRecord(
-            time: exchange.start, clientAddress: clientAddress, taskID: taskIDPrefix + String(exchange.number),
-            method: exchange.method, url: exchange.url, host: exchange.target.host, httpProtocol: clientProtocol,
-            source: exchange.source,
-            result: exchange.result, atsRequired: exchange.decision.atsRequired,
-            ruleChain: exchange.decision.ruleTexts, rule: exchange.rule + redirectNote, fix: exchange.fix,
-            errorCode: exchange.errorCode, streamError: exchange.streamError, status: exchange.responseStatus,
-            tls: exchange.tls,
-            requestHeaders: exchange.requestHeaders.fields, responseHeaders: exchange.responseHeaders.fields,
-            bytesFromClient: exchange.bytesFromClient, bytesToClient: exchange.bytesToClient,
-            durationMilliseconds: now.timeIntervalSince(exchange.start) * 1000, consoleLines: exchange.consoleLines,
-            retriedOnNewConnection: exchange.retried ? true : nil,
-            timings: services.settings.detailedRecords ? exchange.timings.record(since: exchange.start) : nil,
-            bodies: exchange.bodies.record,
-            // Only a request that went upstream has a server (a blocked or local one may follow one that did).
-            serverAddress: exchange.upstreamKey == nil ? nil : upstreamAddress)
-        commands.append(.log(record))
+        if leg.exchange == nil { close() }
     }
 
     /// The one record of a CONNECT whose client refused the TLS handshake. A CONNECT is not counted in
@@ -105,95 +90,35 @@ extension ProxySession {
             rule:
                 "the client rejected the TLS handshake with the proxy (\(failure)); install and fully trust the ats-proxy CA on the client",
             fix: "trust the proxy's CA (ats-proxy ca export) on the device or simulator")
-        commands.append(.log(record))
+        leg.commands.append(.log(record))
     }
 
+    /// Closes the connection: the leg shuts down (recording what was cut short, giving its upstream back), the
+    /// client's TLS ends with close_notify after everything written so far, the timer stops. Once only.
     mutating func close() {
         if case .closed = phase { return }
-        if let exchange, !exchange.state.isRecorded {
-            // Cut before it ended on its own (timeout, shutdown, a client gone mid-request): still one record.
-            switch exchange.result {
-            case .completed, .reported:
-                exchange.result = .failed
-                exchange.rule = "the connection was closed before the exchange was complete"
-            case .blockedCleartext, .failed, .clientUntrustedCA:
-                break
-            }
-            logExchange()
-        }
-        releaseOrCloseUpstream()
+        phase = .closed
+        leg.shutDown()
+        leg.signals = []
         if let tls = clientTLS {
             flushClientTLS(tls)
             TLSLayer(tls).close()
             flushClientTLS(tls)
         }
-        commands.append(.cancelTimer)
-        commands.append(.closeClient)
-        phase = .closed
+        leg.commands.append(.cancelTimer)
+        leg.commands.append(.closeClient)
     }
 
-    /// Whether any of `values` (of Authorization or WWW-Authenticate) names a scheme that authenticates the
-    /// connection rather than the request (NTLM, Negotiate/Kerberos: RFC 4559): the origin then treats later
-    /// requests on it as that user's, so the connection must never be handed to another client.
-    static func namesConnectionAuthentication(_ values: [String]) -> Bool {
-        // The first token of each comma-separated element (a parameter that looks like one only errs on the
-        // safe side: the connection is not shared).
-        values.contains { value in
-            HTTP1ASCII.forEachListElement(of: value) { element in
-                let scheme = element.prefix { $0 != HTTP1ASCII.space && $0 != HTTP1ASCII.htab }
-                return HTTP1ASCII.equalsIgnoringCase(scheme, "NTLM".utf8)
-                    || HTTP1ASCII.equalsIgnoringCase(scheme, "Negotiate".utf8)
-            }
-        }
-    }
-
-    /// An idle, judged, shareable upstream goes back to the loop's pool; anything else is closed.
-    mutating func releaseOrCloseUpstream() {
-        switch upstream {
-        case .none:
-            return
-        case .ready(let key, let tls):
-            // Whoever gets the engine next (the pool, or nobody) expects it to free its buffers when idle.
-            tls?.holdsRecordBuffers = false
-            var plainHTTP = false
-            if case .http = phase { plainHTTP = true }
-            if upstreamIdle && upstreamShareable && plainHTTP && pendingUpstream.isEmpty {
-                commands.append(
-                    .releaseUpstream(
-                        UpstreamLease(
-                            key: key, tls: tls, facts: upstreamFacts, protocolName: upstreamProtocol, shareable: true)))
-            } else {
-                commands.append(.closeUpstream)
-            }
-        case .connecting, .handshaking:
-            commands.append(.closeUpstream)
-        }
-        upstream = .none
-        upstreamIdle = false
-    }
-
-    /// The origin broke off mid-response (reset, garbage, or a close the framing does not allow): the
-    /// request is logged as failed with -1005 and the client connection (or HTTP/2 stream) is ended.
-    mutating func closeUpstreamAndClient() {
-        if let exchange, !exchange.state.responseComplete {
-            exchange.result = .failed
-            exchange.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
-            exchange.rule = "the connection to the origin was lost before the response was complete"
-            logExchange()
-            self.exchange = nil
-        }
-        close()
-    }
-
+    /// The client closed its sending side: a response still on its way is finished first.
     mutating func clientEOF() {
         switch phase {
-        case .relay, .passthroughProbe, .passthroughConnecting, .clientHandshake:
+        case .tunnel, .clientHandshake:
             close()
         case .h2:
             clientGone()
         case .http:
-            if let exchange, exchange.state.requestComplete, !exchange.state.responseComplete {
-                self.exchange?.clientKeepAlive = false
+            if let exchange = leg.exchange, exchange.state.requestComplete, !exchange.state.responseComplete {
+                exchange.clientKeepAlive = false
                 return
             }
             close()

@@ -2,101 +2,15 @@ import ATSPolicy
 import ATSTLS
 import Foundation
 
-/// Answers the session makes itself: ATS failures (403/502/504 with X-ATS-* fields), bad requests, the onboarding site.
+/// Answers the session makes itself, outside any exchange: bad requests, loops, refused targets, the proxy's
+/// info page and the onboarding site.
 extension ProxySession {
-    // MARK: - Failures and local answers
-
-    /// Answers the current exchange with the verdict's 502/504 and the X-ATS-* headers.
-    mutating func failExchange(verdict: UpstreamVerdict) {
-        guard let exchange else { return close() }
-        let verdict = verdict.withFix(url: exchange.url, evaluator: exchange.policy.evaluator)
-        let platform = exchange.policy.evaluator.options.platform
-        let context = consoleContext()
-        exchange.result = .failed
-        exchange.errorCode = verdict.error?.rawValue
-        exchange.streamError = Self.pair(verdict)
-        exchange.rule = verdict.rule
-        exchange.fix = verdict.fix
-        exchange.consoleLines = verdict.consoleLines(platform: platform, context: context)
-        let response = ATSErrorResponse.upstreamFailure(
-            url: exchange.url, error: verdict.error ?? .secureConnectionFailed, streamDomain: verdict.streamDomain,
-            streamCode: verdict.streamCode, rule: verdict.rule, explanation: verdict.reasons.joined(separator: "; "),
-            fix: verdict.fix, consoleLines: exchange.consoleLines)
-        pendingUpstream = []
-        pendingParts = []
-        if case .probing = exchange.state {
-            // The CONNECT of a passthrough tunnel: answered, recorded and closed (nothing follows a failed probe).
-            sendLocal(LocalResponse(response), keepAlive: false)
-            exchange.responseStatus = response.status
-            exchange.state.answeredLocally()
-            logExchange()
-            close()
-            return
-        }
-        respondLocally(response)
-    }
-
-    /// Answers the current exchange with 502 and -1011 (NSURLErrorBadServerResponse): the origin
-    /// answered, but not with HTTP the client could use.
-    mutating func failWithBadResponse(_ reason: String) {
-        guard let exchange else { return close() }
-        let code = NSURLErrorCode.badServerResponse
-        let platform = exchange.policy.evaluator.options.platform
-        var context = consoleContext()
-        context.taskNumber = exchange.number
-        exchange.result = .failed
-        exchange.errorCode = code.rawValue
-        exchange.streamError = nil
-        exchange.rule = reason
-        exchange.fix = nil
-        exchange.consoleLines = [
-            "\(context.prefix) \(context.taskName) finished with error [\(code.rawValue)] "
-                + CFNetworkConsole.errorText(
-                    code: code, url: exchange.url, host: exchange.target.host, platform: platform, context: context)
-        ]
-        pendingUpstream = []
-        pendingParts = []
-        respondLocally(
-            ATSErrorResponse.upstreamFailure(
-                url: exchange.url, error: code, streamDomain: nil, streamCode: nil, rule: reason, explanation: reason,
-                fix: nil, consoleLines: exchange.consoleLines))
-    }
-
-    /// Sends a locally generated response for the current exchange and finishes it.
-    mutating func respondLocally(_ response: ATSErrorResponse) {
-        guard let exchange else { return }
-        if exchange.state.responseStarted || !exchange.state.isForwarding {
-            // Too late for an answer of the proxy's own: the client has (part of) another one already.
-            closeUpstreamAndClient()
-            return
-        }
-        if !exchange.state.requestComplete && exchange.requestHasBody { exchange.clientKeepAlive = false }
-        exchange.state.answeredLocally()
-        exchange.responseStatus = response.status
-        exchange.responseHeaders = HTTP1Headers(response.headers.map { HTTP1Field(name: $0.name, value: $0.value) })
-        let local = LocalResponse(response)
-        exchange.bytesToClient += local.body.count
-        exchange.upstreamKeepAlive = false
-        sendLocal(local, keepAlive: exchange.clientKeepAlive, headOnly: exchange.method == "HEAD")
-        finishIfComplete()
-    }
-
-    /// Delivers a response the proxy makes itself: to a lane's stream as parts, to an HTTP/1.1 client as text.
-    mutating func sendLocal(_ response: LocalResponse, keepAlive: Bool, headOnly: Bool = false) {
-        let parts = response.parts(keepAlive: keepAlive, headOnly: headOnly)
-        if isStreamSession {
-            for part in parts { respondToStream(part) }
-            return
-        }
-        var bytes: [UInt8] = []
-        HTTP1ResponseEncoder.writeLocal(parts, into: &bytes)
-        sendToClient(bytes)
-    }
+    // MARK: - Local answers
 
     /// A response that is not part of an exchange (bad requests, loops); closes afterwards when
     /// `keepAlive` is false.
     mutating func answerLocally(status: Int, reason: String, body: String, keepAlive: Bool) {
-        sendLocal(LocalResponse.text(status: status, reason: reason, body), keepAlive: keepAlive)
+        leg.sendLocal(LocalResponse.text(status: status, reason: reason, body), keepAlive: keepAlive)
         if !keepAlive { close() }
     }
 
@@ -111,11 +25,11 @@ extension ProxySession {
         case .origin(let path): url = (role.tunnel?.origin ?? "") + path
         }
         let number = head.method == "CONNECT" ? requestCount + 1 : requestCount
-        commands.append(
+        leg.commands.append(
             .log(
                 RequestRecord(
                     time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(number), method: head.method,
-                    url: url, httpProtocol: clientProtocol, source: .urlsession, result: .failed, atsRequired: false,
+                    url: url, httpProtocol: "http/1.1", source: .urlsession, result: .failed, atsRequired: false,
                     ruleChain: [], rule: text, status: status, requestHeaders: head.headers.fields,
                     bytesToClient: body.utf8.count)))
         answerLocally(status: status, reason: reason, body: body, keepAlive: false)
@@ -142,7 +56,7 @@ extension ProxySession {
                 status: 405, reason: "Method Not Allowed", contentType: "text/plain; charset=utf-8", fileName: nil,
                 body: Array("ats-proxy: onboarding pages answer GET only\n".utf8))
         }
-        sendLocal(LocalResponse(page), keepAlive: keepAlive, headOnly: head.method == "HEAD")
+        leg.sendLocal(LocalResponse(page), keepAlive: keepAlive, headOnly: head.method == "HEAD")
         // Kept alive, the parser resumes at this request's message end (`requestEnd` without an exchange), which
         // is still on its way: resuming here would start a pipelined request before it, and that end would then
         // end the new request a second time.

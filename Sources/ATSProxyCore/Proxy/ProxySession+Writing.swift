@@ -2,122 +2,22 @@ import ATSPolicy
 import ATSTLS
 import Foundation
 
-/// Writing: plaintext to the client and the upstream through their TLS engines, the HTTP/2 frontend's output, and small helpers.
+/// Writing: plaintext to the client through its TLS engine, and the HTTP/2 frontend's input and output.
 extension ProxySession {
     // MARK: - Writing
 
+    /// Plaintext for the client: sealed by the client TLS engine after this event, or written as it is.
     mutating func sendToClient(_ plain: [UInt8]) {
-        guard !plain.isEmpty else { return }
-        if clientTLS != nil {
-            if clientPlain.isEmpty { clientPlain = plain } else { clientPlain += plain }
-        } else {
-            commands.append(.writeToClient(plain))
-        }
+        leg.sendToClient(plain)
     }
 
-    /// Lets `write` append client-bound plaintext straight to what the TLS engine seals after this event, or
-    /// to the bytes of a write command for a cleartext client.
-    mutating func writeToClient(_ write: (inout [UInt8]) -> Void) {
-        if clientTLS != nil {
-            write(&clientPlain)
-        } else {
-            var bytes: [UInt8] = []
-            write(&bytes)
-            if !bytes.isEmpty { commands.append(.writeToClient(bytes)) }
-        }
-    }
-
-    mutating func sendToUpstream(_ plain: [UInt8]) {
-        guard !plain.isEmpty else { return }
-        switch upstream {
-        case .ready(_, let tls):
-            if let tls {
-                TLSLayer(tls).seal(plain)
-                flushUpstreamTLS(tls)
-            } else {
-                commands.append(.writeToUpstream(plain))
-            }
-        case .none, .connecting, .handshaking:
-            pendingUpstream.append(contentsOf: plain)
-        }
-    }
-
-    /// Sends what waited for the upstream: raw bytes (a tunnel's), then the exchange's request parts, encoded for
-    /// the upstream it turned out to be.
-    mutating func flushPendingUpstream() {
-        if !pendingUpstream.isEmpty {
-            let bytes = pendingUpstream
-            pendingUpstream = []
-            sendToUpstream(bytes)
-        }
-        guard !pendingParts.isEmpty else { return }
-        let parts = pendingParts
-        pendingParts = []
-        for part in parts { sendRequestPart(part) }
-    }
-
-    /// Whether the upstream is a channel of a shared HTTP/2 link: it takes request parts as they are.
-    var upstreamIsChannel: Bool {
-        if case .ready = upstream, upstreamProtocol == "h2" { return true }
-        return false
-    }
-
-    /// One part of the current exchange's request, for the upstream: held until the upstream is ready, then handed
-    /// to an HTTP/2 channel as it is (consecutive parts in one command) or written as HTTP/1.1 text (the only place
-    /// the request side writes HTTP/1.1).
-    mutating func sendRequestPart(_ part: HTTP1Event) {
-        switch upstream {
-        case .none, .connecting, .handshaking:
-            pendingParts.append(part)
-        case .ready where upstreamProtocol == "h2":
-            if case .sendToUpstreamChannel(var parts)? = commands.last {
-                commands.removeLast()
-                parts.append(part)
-                commands.append(.sendToUpstreamChannel(parts))
-            } else {
-                commands.append(.sendToUpstreamChannel([part]))
-            }
-        case .ready:
-            guard let exchange else { return }
-            var bytes: [UInt8] = []
-            switch part {
-            case .request(var head, let framing):
-                if framing == .chunked && !head.headers.contains("Transfer-Encoding") {
-                    // A body of unknown length from an HTTP/2 client: HTTP/1.1 frames it with chunked coding.
-                    head.headers.append(name: "Transfer-Encoding", value: "chunked")
-                }
-                HTTP1Serializer.writeRequestHead(head, into: &bytes)
-            case .body(let slice):
-                try? exchange.requestWriter.write(slice, into: &bytes)
-            case .trailers(let trailers):
-                guard !exchange.requestWriter.isFinished else { return }
-                try? exchange.requestWriter.finish(trailers: trailers, into: &bytes)
-            case .messageEnd:
-                // After trailers the writer is finished already: the end adds nothing to HTTP/1.1 text.
-                guard !exchange.requestWriter.isFinished else { return }
-                try? exchange.requestWriter.finish(trailers: [:], into: &bytes)
-            case .response, .upgraded, .failed:
-                preconditionFailure("sendRequestPart: \(part) is not a request part")
-            }
-            sendToUpstream(bytes)
-        }
-    }
-
-    /// Encrypts the plaintext `sendToClient` gathered and queues every record the engine holds.
+    /// Encrypts the plaintext gathered for the client (by the leg and the session) and queues every record the
+    /// engine holds.
     mutating func flushClientTLS(_ tls: TLSConnection) {
         let layer = TLSLayer(tls)
-        if !clientPlain.isEmpty {
-            let plain = clientPlain
-            clientPlain = []
-            layer.seal(plain)
-        }
-        if layer.hasRecords { commands.append(.writeToClient(layer.takeRecords())) }
-    }
-
-    /// Queues every record the upstream TLS engine holds.
-    mutating func flushUpstreamTLS(_ tls: TLSConnection) {
-        let layer = TLSLayer(tls)
-        if layer.hasRecords { commands.append(.writeToUpstream(layer.takeRecords())) }
+        let plain = leg.takeClientPlain()
+        if !plain.isEmpty { layer.seal(plain) }
+        if layer.hasRecords { leg.commands.append(.writeToClient(layer.takeRecords())) }
     }
 
     // MARK: - HTTP/2 clients
@@ -145,64 +45,8 @@ extension ProxySession {
     }
 
     mutating func apply(_ output: HTTP2Frontend.Output) {
-        commands.append(contentsOf: output.commands)
+        leg.commands.append(contentsOf: output.commands)
         if !output.toClient.isEmpty { sendToClient(output.toClient) }
         if output.finished { close() }
-    }
-
-    // MARK: - Helpers
-
-    func consoleContext() -> ConsoleContext {
-        ConsoleContext(
-            processName: (exchange?.policy ?? services.policy.snapshot).processName ?? services.settings.processName,
-            pid: services.processID, threadID: services.processID + connectionNumber, date: now, taskUUID: taskUUID,
-            taskNumber: max(1, exchange?.number ?? requestCount), connectionNumber: connectionNumber)
-    }
-
-    func cleartextConsole(_ decision: ATSDecision, number: Int) -> [String] {
-        var context = consoleContext()
-        context.taskNumber = number
-        return CFNetworkConsole.cleartextBlocked(
-            url: decision.target.url, host: decision.target.host, platform: decision.platform, context: context)
-    }
-
-    /// Requirements used to describe failures of cleartext connections (no TLS involved).
-    static let cleartextRequirements: TLSRequirements = {
-        ATSEvaluator(configuration: .empty).evaluate(RequestTarget(scheme: .https, host: "localhost")).requirements
-    }()
-
-    /// What `--mode report` offers upstream: every version and suite, so the handshake completes
-    /// and the summary can be judged against the real requirements.
-    static func permissive(_ requirements: TLSRequirements) -> TLSRequirements {
-        requirements.updating { offered in
-            offered.minimumVersion = .tls10
-            offered.maximumVersion = max(offered.maximumVersion, .tls12)
-            offered.cipherSuites = CipherSuite.catalogue
-            offered.minimumRSAKeyBits = 0
-            offered.minimumECKeyBits = 0
-            offered.minimumSignatureHash = .md5
-        }
-    }
-
-    /// `3:-9836` (without brackets) for a verdict that has a stream error.
-    static func pair(_ verdict: UpstreamVerdict) -> String? {
-        guard let domain = verdict.streamDomain, let code = verdict.streamCode else { return nil }
-        return "\(domain):\(code)"
-    }
-
-    static func tlsFacts(_ summary: HandshakeSummary, detailed: Bool = false) -> [String: String] {
-        var facts: [String: String] = [
-            "version": summary.version.rawValue, "cipher": summary.cipher.ianaName,
-            "keyExchange": summary.cipher.keyExchange.rawValue,
-        ]
-        if let leaf = summary.leaf {
-            facts["leaf"] = leaf.subject
-            facts["leafKey"] = "\(leaf.key)"
-            facts["leafSignature"] = leaf.signatureAlgorithm
-        }
-        facts["chainLength"] = "\(summary.presentedChain.count)"
-        if let alpn = summary.alpn { facts["alpn"] = alpn }
-        if detailed { facts.merge(summary.detailedFacts) { kept, _ in kept } }
-        return facts
     }
 }

@@ -2,16 +2,17 @@ import ATSPolicy
 import ATSTLS
 import Foundation
 
-/// Responses: the upstream's bytes through its TLS engine and the HTTP/1.1 parser, or an HTTP/2 channel's parts, relayed to the client (as HTTP/1.1 text) or to a lane's stream (as parts).
-extension ProxySession {
+/// Responses: the upstream's bytes through its TLS engine and the HTTP/1.1 parser, or an HTTP/2 channel's parts,
+/// delivered to the owner's client: HTTP/1.1 text (`HTTP1ResponseEncoder`) or a stream's parts.
+extension ExchangeLeg {
     /// Decrypts the origin's `ciphertext` (with what the engine buffered) and processes the plaintext in one piece,
     /// then the origin's end: close_notify is its EOF, a bad record or a fatal alert a reset.
     mutating func drainUpstreamTLS(_ tls: TLSConnection, _ ciphertext: [UInt8]) {
         let inbound = TLSLayer(tls).decrypt(ciphertext)
         if !inbound.plaintext.isEmpty {
             upstreamPlain(inbound.plaintext)
-            if case .closed = phase { return }
-            // The exchange may have ended and the session moved on to another upstream: this engine's end (and
+            if case .closed = mode { return }
+            // The exchange may have ended and the leg moved on to another upstream: this engine's end (and
             // records) are not the new upstream's.
             guard case .ready(_, let current?) = upstream, current === tls else { return }
         }
@@ -23,7 +24,7 @@ extension ProxySession {
     }
 
     mutating func upstreamPlain(_ bytes: [UInt8]) {
-        if case .relay = phase {
+        if case .relay = mode {
             sendToClient(bytes)
             return
         }
@@ -39,7 +40,7 @@ extension ProxySession {
     /// Response parts from the upstream's HTTP/2 channel: the same events the HTTP/1.1 response parser reports,
     /// without text in between.
     mutating func upstreamParts(_ parts: [HTTP1Event]) {
-        guard case .http = phase, let exchange, upstreamIsChannel, exchange.state.isForwarding else { return }
+        guard carriesExchanges, let exchange, upstreamIsChannel, exchange.state.isForwarding else { return }
         exchange.responseBytesArrived(at: now)
         processResponse(parts)
     }
@@ -47,7 +48,7 @@ extension ProxySession {
     /// The response of the current exchange, part by part (from the HTTP/1.1 response parser or an HTTP/2
     /// channel), to the client: the bookkeeping is the same for every client (the exchange's state, status,
     /// sizes, whether the upstream may be kept or shared); delivery is `HTTP1ResponseEncoder`'s text for an
-    /// HTTP/1.1 client, or the parts themselves for the HTTP/2 frontend when this session is a stream's lane.
+    /// HTTP/1.1 client, or the parts themselves for an HTTP/2 stream.
     mutating func processResponse(_ events: [HTTP1Event]) {
         var pending = events[...]
         while let event = pending.popFirst() {
@@ -63,7 +64,7 @@ extension ProxySession {
                     // A second final head for one request: the origin broke HTTP; nothing more of it reaches the client.
                     return closeUpstreamAndClient()
                 }
-                if head.status == 101 && isStreamSession {
+                if head.status == 101 && deliversToStream {
                     // An HTTP/2 stream cannot switch protocols (RFC 9113 §8.6), and its request asked for no upgrade.
                     commands.append(.closeUpstream)
                     upstream = .none
@@ -76,14 +77,14 @@ extension ProxySession {
                 if services.settings.captureBodyLimit > 0 {
                     exchange.bodies.response(slice, services.settings.captureBodyLimit)
                 }
-                if isStreamSession {
+                if deliversToStream {
                     respondToStream(event)
                 } else {
                     writeToClient { exchange.responseEncoder.writeBody(slice, into: &$0) }
                 }
             case .trailers(let trailers):
                 guard exchange.state.responseStarted else { continue }
-                if isStreamSession {
+                if deliversToStream {
                     respondToStream(event)
                 } else {
                     writeToClient { exchange.responseEncoder.finish(trailers: trailers, into: &$0) }
@@ -97,7 +98,7 @@ extension ProxySession {
                     pending = (more + pending)[...]
                     continue
                 }
-                if isStreamSession {
+                if deliversToStream {
                     respondToStream(event)
                 } else {
                     writeToClient { exchange.responseEncoder.finish(into: &$0) }
@@ -109,12 +110,10 @@ extension ProxySession {
                 exchange.state.upgraded()
                 logExchange()
                 self.exchange = nil
-                phase = .relay
-                if parser.isPaused {
-                    let held = parser.upgrade()
-                    if !held.isEmpty { sendToUpstream(Array(held)) }
-                }
+                mode = .relay
                 if !remaining.isEmpty { sendToClient(Array(remaining)) }
+                signals.append(.upgraded)
+                return
             case .request:
                 closeUpstreamAndClient()
             case .failed(let error):
@@ -133,7 +132,7 @@ extension ProxySession {
     /// stream (RFC 9113 §8.2.2). An HTTP/2 origin sends no reason phrase; an HTTP/1.1 client gets the standard one.
     mutating func relayInterim(_ head: HTTP1ResponseHead, framing: HTTP1BodyFraming) {
         var head = head
-        if isStreamSession {
+        if deliversToStream {
             head.headers = HTTP1ProxyHeaders.removingHopByHop(head.headers)
             respondToStream(.response(head, body: framing))
             return
@@ -169,7 +168,7 @@ extension ProxySession {
                 errorCode: exchange.errorCode, streamError: exchange.streamError, rule: exchange.rule, fix: exchange.fix
             )
         }
-        if isStreamSession {
+        if deliversToStream {
             // The stream's HEADERS carry no hop-by-hop field (RFC 9113 §8.2.2); most heads have none to drop.
             var streamHead = head
             streamHead.headers = HTTP1ProxyHeaders.removingHopByHop(head.headers)
@@ -181,7 +180,7 @@ extension ProxySession {
         var clientHead = head
         if upstreamIsChannel && head.reason.isEmpty { clientHead.reason = HTTP1ReasonPhrase.standard(head.status) }
         var reserve: Int?
-        if clientTLS != nil, case .contentLength(let length) = framing, length <= 16_384 {
+        if case .http1(encrypted: true) = delivery, case .contentLength(let length) = framing, length <= 16_384 {
             // The head's buffer becomes the TLS plaintext and the body is appended to it: room for both.
             reserve = length
         }
@@ -193,7 +192,7 @@ extension ProxySession {
         sendToClient(bytes)
     }
 
-    /// Appends a response part for the lane's stream, joining consecutive parts into one command.
+    /// Appends a response part for the stream, joining consecutive parts into one command.
     mutating func respondToStream(_ part: HTTP1Event) {
         if case .respond(var parts)? = commands.last {
             commands.removeLast()

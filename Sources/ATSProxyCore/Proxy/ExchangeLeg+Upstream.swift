@@ -3,16 +3,16 @@ import ATSTLS
 import Foundation
 
 /// The upstream connection: asking for one (new or pooled), its TLS handshake and the ATS verdict on it, a lost connection and the one retry it allows.
-extension ProxySession {
+extension ExchangeLeg {
     // MARK: - Upstream
 
     mutating func upstreamConnected() {
         exchange?.timings.connected = now
         switch upstream {
         case .connecting(let key):
-            if case .passthroughConnecting = phase {
+            if case .tunnelConnecting = mode {
                 upstream = .ready(key, nil)
-                finishPassthroughSetup()
+                tunnelOpened()
                 return
             }
             guard let requirements = key.requirements else {
@@ -117,11 +117,11 @@ extension ProxySession {
                     return
                 }
             }
-            if case .passthroughProbe(let host, let port) = phase {
+            if case .probe(let host, let port) = mode {
                 // The probe passed: drop it and open the raw tunnel.
                 upstream = .none
                 commands.append(.closeUpstream)
-                phase = .passthroughConnecting(host: host, port: port)
+                mode = .tunnelConnecting(host: host, port: port)
                 openUpstream(
                     UpstreamKey(host: host, port: port, requirements: nil, permissive: false), reusable: false)
                 return
@@ -129,7 +129,7 @@ extension ProxySession {
             upstreamFacts = exchange?.tls
             upstreamShareable = !verdict.isBlocked && !key.permissive
             if tls.negotiatedALPN == "h2" {
-                // The session keeps speaking HTTP/1.1; a shared link of the loop's pool speaks h2 for it.
+                // The leg hands its request parts to a channel; a shared link of the loop's pool speaks h2 for it.
                 upstream = .ready(key, nil)
                 upstreamProtocol = "h2"
                 commands.append(
@@ -147,9 +147,9 @@ extension ProxySession {
     }
 
     mutating func upstreamEOF(reset: Bool) {
-        if case .relay = phase {
+        if case .relay = mode {
             upstream = .none
-            close()
+            shutDown()
             return
         }
         if case .handshaking(let key, let tls) = upstream {
@@ -191,11 +191,11 @@ extension ProxySession {
     }
 
     /// The origin reset the request's HTTP/2 stream with HTTP_1_1_REQUIRED (RFC 9113 §8.7): it is remembered for
-    /// the rest of the session, and a request that can be replayed (`retryHead`) and of which nothing came back
+    /// the rest of the leg's life, and a request that can be replayed (`retryHead`) and of which nothing came back
     /// is sent once more on an HTTP/1.1-only upstream for the same origin and decision, which the pool may hand
     /// over. Anything else (a body, a response under way, a request sent once more already) is a reset.
     mutating func upstreamRequiresHTTP11() {
-        guard case .http = phase, case .ready(let key, _) = upstream, !key.http1Only else {
+        guard carriesExchanges, case .ready(let key, _) = upstream, !key.http1Only else {
             return upstreamEOF(reset: true)
         }
         http11Origins.insert(OriginAuthority(host: key.host, port: key.port))

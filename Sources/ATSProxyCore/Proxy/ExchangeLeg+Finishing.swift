@@ -1,0 +1,126 @@
+import ATSPolicy
+import ATSTLS
+import Foundation
+
+/// The end of an exchange and of the leg: one record per exchange, the upstream parked or closed, the owner told
+/// whether its client may go on.
+extension ExchangeLeg {
+    // MARK: - Finishing
+
+    /// Ends the current exchange once both halves are complete: its record, its upstream kept or closed, and the
+    /// owner told whether the client connection may carry another request.
+    mutating func finishIfComplete() {
+        guard let exchange, exchange.state.isComplete else { return }
+        logExchange()
+        self.exchange = nil
+        if !exchange.upstreamKeepAlive {
+            if case .none = upstream {
+            } else {
+                commands.append(.closeUpstream)
+            }
+            upstream = .none
+        } else if case .ready = upstream {
+            upstreamIdle = true
+        }
+        signals.append(.finished(keepAlive: exchange.clientKeepAlive))
+    }
+
+    /// The client went away: what was in flight is logged as abandoned, and the leg shuts down.
+    mutating func clientGone() {
+        if let exchange, !exchange.state.responseComplete {
+            exchange.result = .failed
+            exchange.rule = "the client closed the connection before the response was complete"
+            logExchange()
+            self.exchange = nil
+        }
+        shutDown()
+    }
+
+    /// The proxy's grace period is over: whatever is in flight ends now (and is recorded as cut short).
+    mutating func abandonForShutdown() {
+        if let exchange, !exchange.state.isRecorded {
+            exchange.result = .failed
+            exchange.rule = "the proxy stopped (grace period over) before the exchange was complete"
+        }
+        shutDown()
+    }
+
+    mutating func logExchange() {
+        guard let exchange, !exchange.unrecorded, !exchange.state.isRecorded else { return }
+        exchange.state.record()
+        let redirectNote = ""
+        let record = RequestRecord(
+            time: exchange.start, clientAddress: client.address, taskID: client.taskIDPrefix + String(exchange.number),
+            method: exchange.method, url: exchange.url, host: exchange.target.host, httpProtocol: client.protocolName,
+            source: exchange.source,
+            result: exchange.result, atsRequired: exchange.decision.atsRequired,
+            ruleChain: exchange.decision.ruleTexts, rule: exchange.rule + redirectNote, fix: exchange.fix,
+            errorCode: exchange.errorCode, streamError: exchange.streamError, status: exchange.responseStatus,
+            tls: exchange.tls,
+            requestHeaders: exchange.requestHeaders.fields, responseHeaders: exchange.responseHeaders.fields,
+            bytesFromClient: exchange.bytesFromClient, bytesToClient: exchange.bytesToClient,
+            durationMilliseconds: now.timeIntervalSince(exchange.start) * 1000, consoleLines: exchange.consoleLines,
+            retriedOnNewConnection: exchange.retried ? true : nil,
+            timings: services.settings.detailedRecords ? exchange.timings.record(since: exchange.start) : nil,
+            bodies: exchange.bodies.record,
+            // Only a request that went upstream has a server (a blocked or local one may follow one that did).
+            serverAddress: exchange.upstreamKey == nil ? nil : upstreamAddress)
+        commands.append(.log(record))
+    }
+
+    /// Ends the leg: an exchange cut before it ended on its own (timeout, shutdown, a client gone mid-request) still
+    /// gets its one record, the upstream goes back to the pool when it can or is closed, and the owner is told to
+    /// end the client connection (or stream). Once only.
+    mutating func shutDown() {
+        if case .closed = mode { return }
+        if let exchange, !exchange.state.isRecorded {
+            switch exchange.result {
+            case .completed, .reported:
+                exchange.result = .failed
+                exchange.rule = "the connection was closed before the exchange was complete"
+            case .blockedCleartext, .failed, .clientUntrustedCA:
+                break
+            }
+            logExchange()
+        }
+        releaseOrCloseUpstream()
+        mode = .closed
+        signals.append(.closeClient)
+    }
+
+    /// An idle, judged, shareable upstream goes back to the loop's pool; anything else is closed.
+    mutating func releaseOrCloseUpstream() {
+        switch upstream {
+        case .none:
+            return
+        case .ready(let key, let tls):
+            // Whoever gets the engine next (the pool, or nobody) expects it to free its buffers when idle.
+            tls?.holdsRecordBuffers = false
+            if upstreamIdle && upstreamShareable && carriesExchanges && pendingUpstream.isEmpty {
+                commands.append(
+                    .releaseUpstream(
+                        UpstreamLease(
+                            key: key, tls: tls, facts: upstreamFacts, protocolName: upstreamProtocol, shareable: true)))
+            } else {
+                commands.append(.closeUpstream)
+            }
+        case .connecting, .handshaking:
+            commands.append(.closeUpstream)
+        }
+        upstream = .none
+        upstreamIdle = false
+    }
+
+    /// The origin broke off mid-response (reset, garbage, or a close the framing does not allow): the
+    /// request is logged as failed with -1005 and the client connection (or HTTP/2 stream) is ended.
+    mutating func closeUpstreamAndClient() {
+        if let exchange, !exchange.state.responseComplete {
+            exchange.result = .failed
+            exchange.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
+            exchange.rule = "the connection to the origin was lost before the response was complete"
+            logExchange()
+            self.exchange = nil
+        }
+        shutDown()
+    }
+}

@@ -1,0 +1,202 @@
+import ATSPolicy
+import ATSTLS
+import Foundation
+
+/// Writing: request parts and raw bytes to the upstream (through its TLS engine, or to an HTTP/2 channel), response
+/// text and raw bytes to the owner's client, and the helpers records and console lines share.
+extension ExchangeLeg {
+    // MARK: - To the client
+
+    /// Raw bytes (or text already encoded) for an HTTP/1.1 client.
+    mutating func sendToClient(_ plain: [UInt8]) {
+        guard !plain.isEmpty else { return }
+        switch delivery {
+        case .http1(encrypted: true):
+            if clientPlain.isEmpty { clientPlain = plain } else { clientPlain += plain }
+        case .http1(encrypted: false):
+            commands.append(.writeToClient(plain))
+        case .stream:
+            preconditionFailure("ExchangeLeg.sendToClient: a stream takes response parts, not bytes")
+        }
+    }
+
+    /// Lets `write` append client-bound text straight to what the owner seals after this event, or to the bytes
+    /// of a write command for a cleartext client.
+    mutating func writeToClient(_ write: (inout [UInt8]) -> Void) {
+        switch delivery {
+        case .http1(encrypted: true):
+            write(&clientPlain)
+        case .http1(encrypted: false):
+            var bytes: [UInt8] = []
+            write(&bytes)
+            if !bytes.isEmpty { commands.append(.writeToClient(bytes)) }
+        case .stream:
+            preconditionFailure("ExchangeLeg.writeToClient: a stream takes response parts, not text")
+        }
+    }
+
+    /// Takes the plaintext gathered for an encrypted HTTP/1.1 client (empty for others).
+    mutating func takeClientPlain() -> [UInt8] {
+        guard !clientPlain.isEmpty else { return [] }
+        var taken: [UInt8] = []
+        swap(&taken, &clientPlain)
+        return taken
+    }
+
+    // MARK: - To the upstream
+
+    /// Raw bytes for the upstream (a tunnel's, or an upgraded connection's), held until it is ready.
+    mutating func sendToUpstream(_ plain: [UInt8]) {
+        guard !plain.isEmpty else { return }
+        switch upstream {
+        case .ready(_, let tls):
+            if let tls {
+                TLSLayer(tls).seal(plain)
+                flushUpstreamTLS(tls)
+            } else {
+                commands.append(.writeToUpstream(plain))
+            }
+        case .none, .connecting, .handshaking:
+            pendingUpstream.append(contentsOf: plain)
+        }
+    }
+
+    /// Sends what waited for the upstream: raw bytes (a tunnel's), then the exchange's request parts, encoded for
+    /// the upstream it turned out to be.
+    mutating func flushPendingUpstream() {
+        if !pendingUpstream.isEmpty {
+            let bytes = pendingUpstream
+            pendingUpstream = []
+            sendToUpstream(bytes)
+        }
+        guard !pendingParts.isEmpty else { return }
+        let parts = pendingParts
+        pendingParts = []
+        for part in parts { sendRequestPart(part) }
+    }
+
+    /// Whether the upstream is a channel of a shared HTTP/2 link: it takes request parts as they are.
+    var upstreamIsChannel: Bool {
+        if case .ready = upstream, upstreamProtocol == "h2" { return true }
+        return false
+    }
+
+    /// One part of the current exchange's request, for the upstream: held until the upstream is ready, then handed
+    /// to an HTTP/2 channel as it is (consecutive parts in one command) or written as HTTP/1.1 text (the only place
+    /// the request side writes HTTP/1.1).
+    mutating func sendRequestPart(_ part: HTTP1Event) {
+        switch upstream {
+        case .none, .connecting, .handshaking:
+            pendingParts.append(part)
+        case .ready where upstreamProtocol == "h2":
+            if case .sendToUpstreamChannel(var parts)? = commands.last {
+                commands.removeLast()
+                parts.append(part)
+                commands.append(.sendToUpstreamChannel(parts))
+            } else {
+                commands.append(.sendToUpstreamChannel([part]))
+            }
+        case .ready:
+            guard let exchange else { return }
+            var bytes: [UInt8] = []
+            switch part {
+            case .request(var head, let framing):
+                if framing == .chunked && !head.headers.contains("Transfer-Encoding") {
+                    // A body of unknown length from an HTTP/2 client: HTTP/1.1 frames it with chunked coding.
+                    head.headers.append(name: "Transfer-Encoding", value: "chunked")
+                }
+                HTTP1Serializer.writeRequestHead(head, into: &bytes)
+            case .body(let slice):
+                try? exchange.requestWriter.write(slice, into: &bytes)
+            case .trailers(let trailers):
+                guard !exchange.requestWriter.isFinished else { return }
+                try? exchange.requestWriter.finish(trailers: trailers, into: &bytes)
+            case .messageEnd:
+                // After trailers the writer is finished already: the end adds nothing to HTTP/1.1 text.
+                guard !exchange.requestWriter.isFinished else { return }
+                try? exchange.requestWriter.finish(trailers: [:], into: &bytes)
+            case .response, .upgraded, .failed:
+                preconditionFailure("sendRequestPart: \(part) is not a request part")
+            }
+            sendToUpstream(bytes)
+        }
+    }
+
+    /// Queues every record the upstream TLS engine holds.
+    mutating func flushUpstreamTLS(_ tls: TLSConnection) {
+        let layer = TLSLayer(tls)
+        if layer.hasRecords { commands.append(.writeToUpstream(layer.takeRecords())) }
+    }
+
+    /// The response parser's event list kept between feeds (taken while in use).
+    mutating func takeEventList() -> [HTTP1Event] {
+        var events: [HTTP1Event] = []
+        swap(&events, &eventList)
+        return events
+    }
+
+    mutating func giveBackEventList(_ events: inout [HTTP1Event]) {
+        events.removeAll(keepingCapacity: true)
+        swap(&events, &eventList)
+    }
+
+    // MARK: - Helpers
+
+    /// The context of the console lines this leg writes (the current exchange's task, or the last one's).
+    func consoleContext() -> ConsoleContext {
+        ConsoleContext(
+            processName: (exchange?.policy ?? services.policy.snapshot).processName ?? services.settings.processName,
+            pid: services.processID, threadID: services.processID + client.connectionNumber, date: now,
+            taskUUID: client.taskUUID, taskNumber: max(1, exchange?.number ?? lastNumber),
+            connectionNumber: client.connectionNumber)
+    }
+
+    /// The console lines of a cleartext load ATS blocks, for task `number`.
+    func cleartextConsole(_ decision: ATSDecision, number: Int) -> [String] {
+        var context = consoleContext()
+        context.taskNumber = number
+        return CFNetworkConsole.cleartextBlocked(
+            url: decision.target.url, host: decision.target.host, platform: decision.platform, context: context)
+    }
+
+    /// Requirements used to describe failures of cleartext connections (no TLS involved).
+    static let cleartextRequirements: TLSRequirements = {
+        ATSEvaluator(configuration: .empty).evaluate(RequestTarget(scheme: .https, host: "localhost")).requirements
+    }()
+
+    /// What `--mode report` offers upstream: every version and suite, so the handshake completes
+    /// and the summary can be judged against the real requirements.
+    static func permissive(_ requirements: TLSRequirements) -> TLSRequirements {
+        requirements.updating { offered in
+            offered.minimumVersion = .tls10
+            offered.maximumVersion = max(offered.maximumVersion, .tls12)
+            offered.cipherSuites = CipherSuite.catalogue
+            offered.minimumRSAKeyBits = 0
+            offered.minimumECKeyBits = 0
+            offered.minimumSignatureHash = .md5
+        }
+    }
+
+    /// `3:-9836` (without brackets) for a verdict that has a stream error.
+    static func pair(_ verdict: UpstreamVerdict) -> String? {
+        guard let domain = verdict.streamDomain, let code = verdict.streamCode else { return nil }
+        return "\(domain):\(code)"
+    }
+
+    /// The TLS facts a record carries for a judged upstream handshake (`detailed`: `ProxySettings.detailedRecords`).
+    static func tlsFacts(_ summary: HandshakeSummary, detailed: Bool = false) -> [String: String] {
+        var facts: [String: String] = [
+            "version": summary.version.rawValue, "cipher": summary.cipher.ianaName,
+            "keyExchange": summary.cipher.keyExchange.rawValue,
+        ]
+        if let leaf = summary.leaf {
+            facts["leaf"] = leaf.subject
+            facts["leafKey"] = "\(leaf.key)"
+            facts["leafSignature"] = leaf.signatureAlgorithm
+        }
+        facts["chainLength"] = "\(summary.presentedChain.count)"
+        if let alpn = summary.alpn { facts["alpn"] = alpn }
+        if detailed { facts.merge(summary.detailedFacts) { kept, _ in kept } }
+        return facts
+    }
+}
