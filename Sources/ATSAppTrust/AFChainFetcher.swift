@@ -1,0 +1,35 @@
+import ATSPolicy
+import ATSTLS
+
+/// Fetches the chain a server presents, whatever it is: one permissive handshake per protocol version, newest
+/// first, until one completes (the verifier accepts anything; the chain is judged afterwards). Blocking.
+public enum AFChainFetcher {
+    /// The chain `host` presents over `transport` (leaf first, as sent), or why none was obtained.
+    public static func presentedChain(
+        host: String, client: UpstreamTLSClient, transport: any HandshakeTransport
+    ) -> Result<[Certificate], AFChainUnavailable> {
+        var lastFailure = "no handshake was attempted"
+        for version in [TLSProtocolVersion.tls13, .tls12, .tls11, .tls10] {
+            let connection: TLSConnection
+            let stream: any HandshakeStream
+            do {
+                connection = try client.makeProbeConnection(version: version, host: host)
+                stream = try transport.connect()
+            } catch {
+                lastFailure = "\(error)"
+                continue
+            }
+            if let failure = HandshakePump.run(connection, over: stream) {
+                lastFailure = "\(failure)"
+                continue
+            }
+            let chain = connection.peerCertificates
+            if chain.isEmpty {
+                lastFailure = "the server sent no certificate"
+                continue
+            }
+            return .success(chain)
+        }
+        return .failure(AFChainUnavailable("no handshake with \(host) completed (\(lastFailure))"))
+    }
+}
