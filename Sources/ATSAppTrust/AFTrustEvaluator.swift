@@ -79,7 +79,9 @@ public struct AFTrustEvaluator: Sendable {
                 return .refused(.pinnedAnchorsRejectChain(AFTrustFailure(issues: [])))
             }
             let anchored = pinnedAnchors.evaluate(chain: chain, policy: trustPolicy, at: time)
-            guard anchored.isValid else { return .refused(.pinnedAnchorsRejectChain(AFTrustFailure(issues: anchored.issues))) }
+            guard anchored.isValid else {
+                return .refused(.pinnedAnchorsRejectChain(AFTrustFailure(issues: anchored.issues)))
+            }
             let pinned = policy.pinnedDER
             let evaluated = anchored.builtChain.isEmpty ? chain : anchored.builtChain
             for depth in evaluated.indices.reversed() where pinned.contains(evaluated[depth].derBytes) {

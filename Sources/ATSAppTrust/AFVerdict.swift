@@ -125,7 +125,8 @@ public enum AFVerdict: Sendable, Hashable {
         case .chainNotTrusted(let failure):
             switch role {
             case .real:
-                return "the server's chain fails the app's trust evaluation (\(failure)): the app would refuse the production server"
+                return
+                    "the server's chain fails the app's trust evaluation (\(failure)): the app would refuse the production server"
             case .interception:
                 return
                     "the interception chain fails the app's trust evaluation (\(failure)): install and trust the proxy's CA on the device, or run with --passthrough \(host)"
@@ -141,7 +142,9 @@ public enum AFVerdict: Sendable, Hashable {
             }
         case .noPinnedCertificateInChain:
             switch role {
-            case .real: return "the server's chain holds none of the pinned certificates: the app would refuse the production server"
+            case .real:
+                return
+                    "the server's chain holds none of the pinned certificates: the app would refuse the production server"
             case .interception: return "the interception chain holds none of the pinned certificates: \(bypass)"
             }
         case .noPinnedPublicKeyInChain:

@@ -52,7 +52,8 @@ struct DiagnoseCommand: ParsableCommand {
 
     @Option(
         name: .customLong("af-policy"),
-        help: "The app's AFSecurityPolicy: HOST_PATTERN=MODE[,pins=DIR][,allow-invalid][,no-domain-check] (repeatable).")
+        help: "The app's AFSecurityPolicy: HOST_PATTERN=MODE[,pins=DIR][,allow-invalid][,no-domain-check] (repeatable)."
+    )
     var afPolicy: [String] = []
 
     @OptionGroup var ca: CAOptions
@@ -143,7 +144,8 @@ struct DiagnoseCommand: ParsableCommand {
             where ca.caCert == nil && !FileManager.default.fileExists(atPath: error.path)
         {
             authority = try CertificateAuthority.generate(keyType: ca.caKeyType, now: now)
-            note = "(no proxy CA at \(error.path) yet: the interception chain is minted by a throwaway CA of the same shape)"
+            note =
+                "(no proxy CA at \(error.path) yet: the interception chain is minted by a throwaway CA of the same shape)"
         }
         let interception: Result<AFVerdict, AFChainUnavailable>
         do {

@@ -32,7 +32,8 @@ struct ExplainCommand: ParsableCommand {
 
     @Option(
         name: .customLong("af-policy"),
-        help: "The app's AFSecurityPolicy: HOST_PATTERN=MODE[,pins=DIR][,allow-invalid][,no-domain-check] (repeatable).")
+        help: "The app's AFSecurityPolicy: HOST_PATTERN=MODE[,pins=DIR][,allow-invalid][,no-domain-check] (repeatable)."
+    )
     var afPolicy: [String] = []
 
     @Argument(help: "Absolute http:// or https:// URLs.")
@@ -98,7 +99,10 @@ struct ExplainCommand: ParsableCommand {
                     print(DecisionRenderer.text(item))
                     let target = try RequestTarget(parsing: url)
                     if !specs.isEmpty, target.scheme == .https {
-                        print(AFPolicyReport.policyLines(AFPolicySpec.first(specs, matching: target.host), host: target.host).joined(separator: "\n"))
+                        print(
+                            AFPolicyReport.policyLines(
+                                AFPolicySpec.first(specs, matching: target.host), host: target.host
+                            ).joined(separator: "\n"))
                     }
                 }
             }

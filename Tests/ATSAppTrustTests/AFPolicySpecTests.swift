@@ -20,7 +20,8 @@ struct AFPolicySpecTests {
 
     @Test func fullSpecLoadsDERAndPEMPins() throws {
         let directory = try Self.pinsDirectory()
-        let spec = try AFPolicySpec(parsing: #"api\.example\.com=certificate,pins=\#(directory.path),allow-invalid,no-domain-check"#)
+        let spec = try AFPolicySpec(
+            parsing: #"api\.example\.com=certificate,pins=\#(directory.path),allow-invalid,no-domain-check"#)
         #expect(spec.hostPattern == #"api\.example\.com"#)
         #expect(spec.policy.mode == .certificate)
         #expect(spec.policy.allowInvalidCertificates)
@@ -135,22 +136,29 @@ struct AFPolicyReportTests {
         #expect(lines[0] == "App pinning (AFSecurityPolicy) for h.test [--af-policy 'h.test=none,allow-invalid']:")
         #expect(
             lines[1]
-                == "Policy : AFSSLPinningModeNone, allowInvalidCertificates = YES, validatesDomainName = YES, 0 pinned certificates")
+                == "Policy : AFSSLPinningModeNone, allowInvalidCertificates = YES, validatesDomainName = YES, 0 pinned certificates"
+        )
         #expect(lines[2].hasPrefix("Scenario : 3 (None/YES/*): "))
         #expect(lines[3].hasPrefix("Any chain : REFUSE: AFNetworking refuses every server"))
         #expect(lines[3].contains("you MUST use pinning"))
         let open = try AFPolicySpec(parsing: "h.test=none,allow-invalid,no-domain-check")
-        #expect(AFPolicyReport.policyLines(open, host: "h.test")[3].hasPrefix("Any chain : ACCEPT: accepted without any validation"))
+        #expect(
+            AFPolicyReport.policyLines(open, host: "h.test")[3].hasPrefix(
+                "Any chain : ACCEPT: accepted without any validation"))
         let strict = try AFPolicySpec(parsing: "h.test=none")
         #expect(AFPolicyReport.policyLines(strict, host: "h.test").count == 3)
-        #expect(AFPolicyReport.policyLines(nil, host: "x.test") == ["App pinning (AFSecurityPolicy) for x.test: no --af-policy matches this host"])
+        #expect(
+            AFPolicyReport.policyLines(nil, host: "x.test") == [
+                "App pinning (AFSecurityPolicy) for x.test: no --af-policy matches this host"
+            ])
     }
 
     @Test func interceptionAdviceNamesPassthrough() {
         let verdict = AFVerdict.refused(.noPinnedPublicKeyInChain)
         #expect(
             verdict.meaning(for: .interception, host: "api.example.com")
-                == "the app's pinned public keys match no certificate of the interception chain: interception breaks this app; run with --passthrough api.example.com or test with the real chain")
+                == "the app's pinned public keys match no certificate of the interception chain: interception breaks this app; run with --passthrough api.example.com or test with the real chain"
+        )
         #expect(verdict.meaning(for: .real, host: "api.example.com").contains("would refuse the production server"))
         let anchors = AFVerdict.refused(.pinnedAnchorsRejectChain(AFTrustFailure(issues: [])))
         #expect(anchors.meaning(for: .interception, host: "h").contains("--passthrough h"))
@@ -175,6 +183,7 @@ struct AFPolicyReportTests {
                 #expect(!text.isEmpty && !text.contains("\n"), "\(verdict)")
             }
         }
-        #expect(AFVerdict.refused(.chainNotTrusted(failure)).meaning(for: .real, host: "h").contains("expired (depth 0)"))
+        #expect(
+            AFVerdict.refused(.chainNotTrusted(failure)).meaning(for: .real, host: "h").contains("expired (depth 0)"))
     }
 }

@@ -278,7 +278,9 @@ struct AFTrustEvaluatorTests {
     /// reason is the expiry found by step 4's evaluation.
     @Test func certificateModeWithAllowInvalidStillChecksExpiry() {
         for validatesDomain in [true, false] {
-            let row = Self.rows.first { $0.mode == .certificate && $0.allowInvalid && $0.validatesDomain == validatesDomain }!
+            let row = Self.rows.first {
+                $0.mode == .certificate && $0.allowInvalid && $0.validatesDomain == validatesDomain
+            }!
             guard case .refused(.pinnedAnchorsRejectChain(let failure)) = Self.verdict(row, .expiredLeaf) else {
                 Issue.record("\(row): the expired leaf was not refused by the pinned-anchor evaluation")
                 continue
@@ -304,14 +306,16 @@ struct AFTrustEvaluatorTests {
     @Test func matchesReportWhereThePinSits() {
         let certificateStrict = Self.rows.first { $0.scenario == .certificateStrict }!
         // The root is not sent by the server; it is the top of the evaluated chain (depth 2).
-        #expect(Self.verdict(certificateStrict, .pinnedCertificateExactMatch) == .accepted(.pinnedCertificate(depth: 2)))
+        #expect(
+            Self.verdict(certificateStrict, .pinnedCertificateExactMatch) == .accepted(.pinnedCertificate(depth: 2)))
         #expect(Self.verdict(certificateStrict, .validChain) == .accepted(.pinnedCertificate(depth: 0)))
         let keyOnly = Self.rows.first { $0.scenario == .publicKeyOnly }!
         #expect(
             Self.verdict(keyOnly, .pinnedCertificateExactMatch)
                 == .accepted(.pinnedPublicKey(depths: [2], trustChecked: false)))
         let keyStrict = Self.rows.first { $0.scenario == .publicKeyStrict }!
-        #expect(Self.verdict(keyStrict, .pinnedKeyMatch) == .accepted(.pinnedPublicKey(depths: [0], trustChecked: true)))
+        #expect(
+            Self.verdict(keyStrict, .pinnedKeyMatch) == .accepted(.pinnedPublicKey(depths: [0], trustChecked: true)))
     }
 
     /// Step 1's other half: a pinning mode with nothing pinned, AC = YES and VD = YES is refused at once; with
@@ -320,8 +324,9 @@ struct AFTrustEvaluatorTests {
         let chain = AFChains.validChain
         for mode in [AFPinningMode.publicKey, .certificate] {
             let early = AFSecurityPolicy(mode: mode, allowInvalidCertificates: true, validatesDomainName: true)
-            #expect(Self.evaluator.evaluate(early, chain: chain, domain: AFChains.host, at: AFChains.now)
-                == .refused(.domainValidationNeedsPinning))
+            #expect(
+                Self.evaluator.evaluate(early, chain: chain, domain: AFChains.host, at: AFChains.now)
+                    == .refused(.domainValidationNeedsPinning))
             let late = AFSecurityPolicy(mode: mode)
             let verdict = Self.evaluator.evaluate(late, chain: chain, domain: AFChains.host, at: AFChains.now)
             #expect(AFOutcome(verdict) == (mode == .publicKey ? .refuseNoKey : .refusePinnedAnchors), "\(verdict)")
@@ -329,8 +334,9 @@ struct AFTrustEvaluatorTests {
         // Mode None with pins is still refused by step 1 (`mode == None` alone satisfies the condition).
         let nonePinned = AFSecurityPolicy(
             mode: .none, pinnedCertificates: [AFChains.leaf], allowInvalidCertificates: true, validatesDomainName: true)
-        #expect(Self.evaluator.evaluate(nonePinned, chain: chain, domain: AFChains.host, at: AFChains.now)
-            == .refused(.domainValidationNeedsPinning))
+        #expect(
+            Self.evaluator.evaluate(nonePinned, chain: chain, domain: AFChains.host, at: AFChains.now)
+                == .refused(.domainValidationNeedsPinning))
     }
 
     @Test func duplicatePinsCountOnce() {

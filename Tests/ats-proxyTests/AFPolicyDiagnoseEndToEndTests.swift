@@ -97,7 +97,8 @@ struct AFPolicyDiagnoseEndToEndTests {
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         #expect(
             result.stdout.contains(
-                "Real chain : ACCEPT: the chain leads to a trusted root, is within its validity dates and names the host"),
+                "Real chain : ACCEPT: the chain leads to a trusted root, is within its validity dates and names the host"
+            ),
             "\(result.stdout)")
         #expect(
             result.stdout.contains(
@@ -122,7 +123,8 @@ struct AFPolicyDiagnoseEndToEndTests {
         #expect(result.stdout.contains("Scenario : 3 (None/YES/*): "), "\(result.stdout)")
         #expect(
             result.stdout.contains(
-                "Any chain : ACCEPT: accepted without any validation: the app would accept a forged server just as well"),
+                "Any chain : ACCEPT: accepted without any validation: the app would accept a forged server just as well"
+            ),
             "\(result.stdout)")
     }
 }
