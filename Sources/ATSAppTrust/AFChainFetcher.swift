@@ -2,7 +2,8 @@ import ATSPolicy
 import ATSTLS
 
 /// Fetches the chain a server presents, whatever it is: one permissive handshake per protocol version, newest
-/// first, until one completes (the verifier accepts anything; the chain is judged afterwards). Blocking.
+/// first, until one completes (the verifier accepts anything; the chain is judged afterwards); a failed connect
+/// ends the attempts. Blocking.
 public enum AFChainFetcher {
     /// The chain `host` presents over `transport` (leaf first, as sent), or why none was obtained.
     public static func presentedChain(
@@ -11,13 +12,18 @@ public enum AFChainFetcher {
         var lastFailure = "no handshake was attempted"
         for version in [TLSProtocolVersion.tls13, .tls12, .tls11, .tls10] {
             let connection: TLSConnection
-            let stream: any HandshakeStream
             do {
                 connection = try client.makeProbeConnection(version: version, host: host)
-                stream = try transport.connect()
             } catch {
                 lastFailure = "\(error)"
                 continue
+            }
+            let stream: any HandshakeStream
+            do {
+                stream = try transport.connect()
+            } catch {
+                // Unreachable: another protocol version will not help.
+                return .failure(AFChainUnavailable("cannot connect to \(host): \(error)"))
             }
             if let failure = HandshakePump.run(connection, over: stream) {
                 lastFailure = "\(failure)"
