@@ -9,6 +9,7 @@ import PackageDescription
 /// - ATSProxyIO: event loops, sockets, resolver, upstream pool → ATSProxyCore, CATSPoll;
 /// - ATSReport: report.json/html, JUnit, minimal Info.plist dictionary → ATSProxyCore, ATSPolicy;
 /// - ATSDiagnose: the `diagnose` matrix (nscurl --ats-diagnostics) → ATSTLS, ATSPolicy;
+/// - ATSAppTrust: AFNetworking's AFSecurityPolicy emulated on real and interception chains (--af-policy) → ATSTLS, ATSPolicy;
 /// - ATSProxyCore: the sans-io proxy (no sockets, no files) → ATSPolicy, ATSTLS, ATSHTTP2;
 /// - ATSTLS: the only OpenSSL user → ATSPolicy, COpenSSL, COpenSSLShims;
 /// - ATSHTTP2: the only nghttp2 user → CNGHTTP2;
@@ -62,6 +63,7 @@ let package = Package(
         .target(name: "ATSProxyCore", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2"], swiftSettings: hotPath),
         .target(name: "ATSReport", dependencies: ["ATSPolicy", "ATSProxyCore"]),
         .target(name: "ATSDiagnose", dependencies: ["ATSPolicy", "ATSTLS"]),
+        .target(name: "ATSAppTrust", dependencies: ["ATSPolicy", "ATSTLS"]),
         .target(
             name: "ATSProxyIO",
             dependencies: ["ATSProxyCore", "CATSPoll", .product(name: "Logging", package: "swift-log")],
@@ -75,7 +77,7 @@ let package = Package(
             name: "ats-proxy",
             dependencies: [
                 "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO", "ATSReport", "ATSDiagnose",
-                "ATSSystemTools", "ATSWeb",
+                "ATSSystemTools", "ATSWeb", "ATSAppTrust",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -93,6 +95,7 @@ let package = Package(
             name: "ATSTLSTests", dependencies: ["ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims", "ATSTestSupport"]
         ),
         .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose", "ATSTLS", "ATSPolicy", "ATSTestSupport"]),
+        .testTarget(name: "ATSAppTrustTests", dependencies: ["ATSAppTrust", "ATSTLS", "ATSTestSupport"]),
         .testTarget(name: "ATSHTTP2Tests", dependencies: ["ATSHTTP2", "ATSTestSupport"]),
         .testTarget(
             name: "ATSProxyCoreTests",

@@ -1,3 +1,4 @@
+import ATSAppTrust
 import ATSDiagnose
 import ATSPolicy
 import ATSProxyCore
@@ -19,6 +20,15 @@ struct DiagnoseCommand: ParsableCommand {
               ats-proxy diagnose https://api.example.com/
               ats-proxy diagnose --resolve test.example:8443:127.0.0.1 \\
                 --upstream-ca root.pem https://test.example:8443/
+              ats-proxy diagnose --af-policy 'api\\.example\\.com=public-key,pins=pins/' \\
+                https://api.example.com/
+
+            --af-policy HOST_PATTERN=MODE[,pins=DIR][,allow-invalid][,no-domain-check] (repeatable) \
+            describes the app's AFNetworking AFSecurityPolicy for the hosts whose whole name matches \
+            HOST_PATTERN (MODE: none, public-key or certificate; DIR: the .cer files the app bundles). \
+            The first matching policy is evaluated as AFNetworking does against the server's real chain \
+            and against the chain the proxy's CA mints for the host (the CA of --ca-dir/--ca-cert, or a \
+            throwaway one when none exists yet); the verdicts do not change the exit status.
             """)
 
     @OptionGroup var policy: PolicyOptions
@@ -40,6 +50,14 @@ struct DiagnoseCommand: ParsableCommand {
     @Option(name: .long, help: "Seconds allowed for each connection and handshake.")
     var timeout: Double = 10
 
+    @Option(
+        name: .customLong("af-policy"),
+        help: "The app's AFSecurityPolicy: HOST_PATTERN=MODE[,pins=DIR][,allow-invalid][,no-domain-check] (repeatable)."
+    )
+    var afPolicy: [String] = []
+
+    @OptionGroup var ca: CAOptions
+
     @Argument(help: "The https:// URL to test.")
     var url: String
 
@@ -53,6 +71,13 @@ struct DiagnoseCommand: ParsableCommand {
         }
         guard target.scheme == .https else { throw ValidationError("diagnose needs an https:// URL, got '\(url)'") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        for spec in afPolicy {
+            do {
+                _ = try AFPolicySpec(parsing: spec)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+        }
         var overrides = ResolverOverrides()
         for entry in resolve {
             do {
@@ -65,6 +90,7 @@ struct DiagnoseCommand: ParsableCommand {
 
     func run() throws {
         let report: DiagnosticsReport
+        let afText: String
         do {
             let target = try RequestTarget(parsing: url)
             var overrides = ResolverOverrides()
@@ -88,10 +114,50 @@ struct DiagnoseCommand: ParsableCommand {
                     ConsoleContext(processName: "nscurl", pid: Int(getpid()), taskUUID: uuid, taskNumber: $0)
                 })
             report = diagnostics.run(target, verbose: verbose, appPolicy: appPolicy, transport: transport)
+            afText = try appPinningText(host: target.host, trust: trust, client: checker.client, transport: transport)
         } catch {
             exitWithError(error)
         }
-        FileHandle.standardOutput.write(Data(report.text.utf8))
+        FileHandle.standardOutput.write(Data((report.text + afText).utf8))
         if !report.defaultPassed { throw ExitCode(1) }
+    }
+
+    /// The `--af-policy` section: the first policy matching `host`, judged on the real chain (fetched over
+    /// `transport`) and on the chain the proxy's CA mints for `host`. Empty without `--af-policy`.
+    private func appPinningText(
+        host: String, trust: TrustStore, client: UpstreamTLSClient, transport: any HandshakeTransport
+    ) throws -> String {
+        guard !afPolicy.isEmpty else { return "" }
+        let specs = try afPolicy.map { try AFPolicySpec(parsing: $0) }
+        guard let spec = AFPolicySpec.first(specs, matching: host) else {
+            return "\n" + AFPolicyReport.policyLines(nil, host: host).joined(separator: "\n") + "\n"
+        }
+        let now = Date()
+        let real = AFChainFetcher.presentedChain(host: host, client: client, transport: transport).map { chain in
+            AFTrustEvaluator(systemTrust: trust).evaluate(spec.policy, chain: chain, domain: host, at: now)
+        }
+        var note: String?
+        let authority: CertificateAuthority
+        do {
+            authority = try ca.loadExisting()
+        } catch let error as CertificateAuthorityError
+            where ca.caCert == nil && !FileManager.default.fileExists(atPath: error.path)
+        {
+            authority = try CertificateAuthority.generate(keyType: ca.caKeyType, now: now)
+            note =
+                "(no proxy CA at \(error.path) yet: the interception chain is minted by a throwaway CA of the same shape)"
+        }
+        let interception: Result<AFVerdict, AFChainUnavailable>
+        do {
+            let chain = try AFInterceptionChain.mint(host: host, authority: authority, now: now)
+            let deviceTrust = try AFInterceptionChain.deviceTrust(extraAnchorFiles: upstreamCa, authority: authority)
+            interception = .success(
+                AFTrustEvaluator(systemTrust: deviceTrust).evaluate(spec.policy, chain: chain, domain: host, at: now))
+        } catch {
+            interception = .failure(AFChainUnavailable("the proxy's CA could not mint a chain: \(error)"))
+        }
+        var lines = AFPolicyReport.verdictLines(spec, host: host, real: real, interception: interception)
+        if let note { lines.append(note) }
+        return "\n" + lines.joined(separator: "\n") + "\n"
     }
 }

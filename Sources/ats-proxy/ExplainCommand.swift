@@ -1,3 +1,4 @@
+import ATSAppTrust
 import ATSPolicy
 import ATSProxyCore
 import ArgumentParser
@@ -15,6 +16,10 @@ struct ExplainCommand: ParsableCommand {
             errors.
 
             Example: ats-proxy explain --config Info.plist http://api.example.com/ https://cdn.example.com/
+
+            With --af-policy HOST_PATTERN=MODE[,pins=DIR][,allow-invalid][,no-domain-check] (repeatable), \
+            the text output also names, for each https:// URL, the app's AFSecurityPolicy scenario and what \
+            it checks; 'ats-proxy diagnose --af-policy' judges it on the server's real chain.
             """)
 
     @OptionGroup var policy: PolicyOptions
@@ -24,6 +29,12 @@ struct ExplainCommand: ParsableCommand {
 
     @Option(name: .long, help: "Output format: text or json.")
     var format: OutputFormat = .text
+
+    @Option(
+        name: .customLong("af-policy"),
+        help: "The app's AFSecurityPolicy: HOST_PATTERN=MODE[,pins=DIR][,allow-invalid][,no-domain-check] (repeatable)."
+    )
+    var afPolicy: [String] = []
 
     @Argument(help: "Absolute http:// or https:// URLs.")
     var urls: [String]
@@ -43,6 +54,13 @@ struct ExplainCommand: ParsableCommand {
                 throw ValidationError(error.description)
             }
         }
+        for spec in afPolicy {
+            do {
+                _ = try AFPolicySpec(parsing: spec)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+        }
     }
 
     /// Exit status 1 when any URL is blocked (so CI can gate on it), 2 on errors.
@@ -55,6 +73,7 @@ struct ExplainCommand: ParsableCommand {
                 .evaluator
             let configuration = evaluator.configuration
             let uuid = UUID()
+            let specs = try afPolicy.map { try AFPolicySpec(parsing: $0) }
             var explained: [ExplainedDecision] = []
             for (index, url) in urls.enumerated() {
                 let target = try RequestTarget(parsing: url)
@@ -75,9 +94,16 @@ struct ExplainCommand: ParsableCommand {
                 for message in configuration.messages where message.severity == .error {
                     print("  \(message.appleLog ?? message.message)  [\(message.keyPath)]")
                 }
-                for item in explained {
+                for (item, url) in zip(explained, urls) {
                     print("")
                     print(DecisionRenderer.text(item))
+                    let target = try RequestTarget(parsing: url)
+                    if !specs.isEmpty, target.scheme == .https {
+                        print(
+                            AFPolicyReport.policyLines(
+                                AFPolicySpec.first(specs, matching: target.host), host: target.host
+                            ).joined(separator: "\n"))
+                    }
                 }
             }
             blocked = explained.contains { $0.decision.isBlocked }
