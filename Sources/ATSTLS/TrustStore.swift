@@ -74,46 +74,48 @@ public final class TrustStore: @unchecked Sendable {
         extraFingerprints = Set(anchors.map(\.sha256Fingerprint))
     }
 
-    deinit { X509_STORE_free(store) }
-
-    /// Verifies `chain` (leaf first, as presented) for `host` at `time`. Host matching uses SAN
-    /// only (CN is never consulted, as on iOS 13+); an IP literal is matched against IP SANs.
-    public func verify(chain: [Certificate], host: String, at time: Date) -> ChainVerification {
-        guard let leaf = chain.first else { return ChainVerification(issues: [], builtChain: [], anchor: nil) }
+    /// Runs OpenSSL's chain verification of `chain` (leaf first) at `time` against the store and collects every
+    /// problem once (the callback goes on past each, so all are seen) with the chain it built. `serverHost`: check
+    /// the serverAuth purpose and that the leaf's SAN names it (CN never); nil checks neither. `partialChain`: any
+    /// anchor of the store ends a chain, a root or not. Nil for an empty chain.
+    func runVerification(_ chain: [Certificate], at time: Date, serverHost: String?, partialChain: Bool)
+        -> (issues: [VerificationIssue], built: [Certificate])?
+    {
+        guard let leaf = chain.first else { return nil }
         guard let context = X509_STORE_CTX_new(), let untrusted = ats_sk_X509_new_null() else {
-            return ChainVerification(
-                issues: [VerificationIssue(code: -1, depth: 0, text: "out of memory")], builtChain: [], anchor: nil)
+            return ([VerificationIssue(code: -1, depth: 0, text: "out of memory")], [])
         }
         defer {
             X509_STORE_CTX_free(context)
             ats_sk_X509_free(untrusted)
         }
         for certificate in chain.dropFirst() { _ = ats_sk_X509_push(untrusted, certificate.pointer) }
-        let collector = IssueCollector()
         guard X509_STORE_CTX_init(context, store, leaf.pointer, untrusted) == 1 else {
             ERR_clear_error()
-            return ChainVerification(
-                issues: [VerificationIssue(code: -1, depth: 0, text: "cannot initialise verification")], builtChain: [],
-                anchor: nil)
+            return ([VerificationIssue(code: -1, depth: 0, text: "cannot initialise verification")], [])
         }
         let parameters = X509_STORE_CTX_get0_param(context)
         X509_VERIFY_PARAM_set_time(parameters, time_t(time.timeIntervalSince1970))
-        _ = X509_VERIFY_PARAM_set_purpose(parameters, X509_PURPOSE_SSL_SERVER)
-        let bareHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        if LeafCertificateCache.isIPAddress(bareHost) {
-            _ = X509_VERIFY_PARAM_set1_ip_asc(parameters, bareHost)
-        } else {
-            X509_VERIFY_PARAM_set_hostflags(parameters, UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT))
-            _ = X509_VERIFY_PARAM_set1_host(parameters, bareHost, 0)
+        if partialChain { X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_PARTIAL_CHAIN)) }
+        if let host = serverHost {
+            _ = X509_VERIFY_PARAM_set_purpose(parameters, X509_PURPOSE_SSL_SERVER)
+            let bareHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+            if LeafCertificateCache.isIPAddress(bareHost) {
+                _ = X509_VERIFY_PARAM_set1_ip_asc(parameters, bareHost)
+            } else {
+                X509_VERIFY_PARAM_set_hostflags(parameters, UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT))
+                _ = X509_VERIFY_PARAM_set1_host(parameters, bareHost, 0)
+            }
         }
+        let collector = IssueCollector()
         _ = X509_STORE_CTX_set_ex_data(context, 0, Unmanaged.passUnretained(collector).toOpaque())
         X509_STORE_CTX_set_verify_cb(context) { ok, context in
             guard ok == 0, let context, let raw = X509_STORE_CTX_get_ex_data(context, 0) else { return ok }
             let collector = Unmanaged<IssueCollector>.fromOpaque(raw).takeUnretainedValue()
             let code = X509_STORE_CTX_get_error(context)
             let text = X509_verify_cert_error_string(Int(code)).map { String(cString: $0) } ?? "error \(code)"
-            collector.issues.append(
-                VerificationIssue(code: code, depth: Int(X509_STORE_CTX_get_error_depth(context)), text: text))
+            let issue = VerificationIssue(code: code, depth: Int(X509_STORE_CTX_get_error_depth(context)), text: text)
+            if !collector.issues.contains(issue) { collector.issues.append(issue) }
             return 1
         }
         _ = X509_verify_cert(context)
@@ -124,8 +126,18 @@ public final class TrustStore: @unchecked Sendable {
                 if let x509 = ats_sk_X509_value(stack, index) { built.append(Certificate(retaining: x509)) }
             }
         }
-        var unique: [VerificationIssue] = []
-        for issue in collector.issues where !unique.contains(issue) { unique.append(issue) }
+        return (collector.issues, built)
+    }
+
+    deinit { X509_STORE_free(store) }
+
+    /// Verifies `chain` (leaf first, as presented) for `host` at `time`. Host matching uses SAN
+    /// only (CN is never consulted, as on iOS 13+); an IP literal is matched against IP SANs.
+    public func verify(chain: [Certificate], host: String, at time: Date) -> ChainVerification {
+        guard let (issues, built) = runVerification(chain, at: time, serverHost: host, partialChain: false) else {
+            return ChainVerification(issues: [], builtChain: [], anchor: nil)
+        }
+        let unique = issues
         let untrustedRoot = unique.contains {
             $0.code == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT || $0.code == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN
                 || $0.code == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY
