@@ -6,11 +6,11 @@
 public struct HTTP1Drive {
     /// One message as the events described it.
     public struct Message: Equatable {
-        public var request: HTTP1RequestHead?
-        public var response: HTTP1ResponseHead?
-        public var framing: HTTP1BodyFraming
+        public var request: HTTPRequestHead?
+        public var response: HTTPResponseHead?
+        public var framing: HTTPBodyFraming
         public var body: [UInt8] = []
-        public var trailers: HTTP1Headers = [:]
+        public var trailers: HTTPFields = [:]
         /// `.messageEnd` (or, for a tunnel, `.upgraded`) was reported.
         public var ended = false
     }
@@ -61,7 +61,7 @@ public struct HTTP1Drive {
     }
 
     /// Checks the event grammar as it goes and folds the events into messages.
-    private mutating func record(_ events: [HTTP1Event], raw: inout [UInt8]?) {
+    private mutating func record(_ events: [HTTPPart], raw: inout [UInt8]?) {
         for event in events {
             FuzzCheck.require(!isFailed && raw == nil, "event \(event) after the stream ended (\(ending))")
             let open = messages.last.map { !$0.ended } ?? false
@@ -129,7 +129,7 @@ public enum HTTP1Writer {
     }
 
     /// Appends `message`'s body and trailers framed as `framing`.
-    public static func appendBody(_ message: HTTP1Drive.Message, framing: HTTP1BodyFraming, into out: inout [UInt8]) {
+    public static func appendBody(_ message: HTTP1Drive.Message, framing: HTTPBodyFraming, into out: inout [UInt8]) {
         guard framing != .tunnel else { return }
         var writer = HTTP1BodyWriter(framing: framing)
         do {

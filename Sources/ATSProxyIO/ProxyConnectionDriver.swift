@@ -446,7 +446,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
 
     // MARK: - UpstreamChannelOwner
 
-    func channelParts(lane: Int32, _ parts: [HTTP1Event]) {
+    func channelParts(lane: Int32, _ parts: [HTTPPart]) {
         run(lane: lane, .upstreamParts(parts))
     }
 

@@ -5,7 +5,7 @@ import Dispatch
 /// The party a channel of a shared HTTP/2 link reports to: one lane of one `ProxyConnectionDriver`.
 protocol UpstreamChannelOwner: AnyObject {
     /// Response parts for the lane's exchange.
-    func channelParts(lane: Int32, _ parts: [HTTP1Event])
+    func channelParts(lane: Int32, _ parts: [HTTPPart])
     /// The channel is gone (stream reset, link failed or closed): like a reset upstream connection. `code` is the
     /// stream's error code (`INTERNAL_ERROR` when the link itself ended); `HTTP_1_1_REQUIRED` asks for HTTP/1.1.
     func channelReset(lane: Int32, code: HTTP2ErrorCode)
@@ -271,7 +271,7 @@ final class UpstreamLinkDriver: TCPConnectionHandler, @unchecked Sendable {
     }
 
     /// Request parts of the channel's exchange, sent on the link.
-    func send(_ parts: [HTTP1Event], channel: UpstreamH2Link.ChannelID) {
+    func send(_ parts: [HTTPPart], channel: UpstreamH2Link.ChannelID) {
         deliver(link.send(parts, channel: channel))
     }
 

@@ -127,7 +127,7 @@ public final class WebServer: @unchecked Sendable {
     // MARK: - Requests
 
     /// Answers one request head on `connection` (called by `WebConnection`, on the loop).
-    func respond(to head: HTTP1RequestHead, on connection: TCPConnection, lastEventID: Int?) {
+    func respond(to head: HTTPRequestHead, on connection: TCPConnection, lastEventID: Int?) {
         loop.assertInLoop()
         guard head.method == "GET" || head.method == "HEAD" else {
             return finish(connection, .text(405, "Method Not Allowed", "ats-proxy web view: GET only\n"), head)
@@ -182,7 +182,7 @@ public final class WebServer: @unchecked Sendable {
         }
     }
 
-    private func finish(_ connection: TCPConnection, _ response: WebResponse, _ head: HTTP1RequestHead) {
+    private func finish(_ connection: TCPConnection, _ response: WebResponse, _ head: HTTPRequestHead) {
         connection.write(response.serialized(headOnly: head.method == "HEAD"))
         connection.closeAfterFlush()
     }

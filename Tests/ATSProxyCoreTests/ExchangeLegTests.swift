@@ -26,12 +26,12 @@ import Testing
 
     /// A GET for a cleartext origin on localhost (ATS allows local names) as task `number`.
     static func request(_ path: String = "/x", number: Int = 1, keepAlive: Bool = true) throws -> ExchangeLeg.Request {
-        var headers = HTTP1Headers()
+        var headers = HTTPFields()
         headers.append(name: "Host", value: "localhost:9000")
         if !keepAlive { headers.append(name: "Connection", value: "close") }
         let url = "http://localhost:9000\(path)"
         return ExchangeLeg.Request(
-            head: HTTP1RequestHead(
+            head: HTTPRequestHead(
                 method: "GET",
                 target: .absolute(
                     scheme: "http", authority: .init(host: "localhost", port: 9000),
@@ -61,7 +61,7 @@ import Testing
         let commands = try Self.exchange(&leg, response: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi")
         #expect(Session.connects(commands) == ["localhost:9000"])
         #expect(Session.text(Session.upstreamWrites(commands)).hasPrefix("GET /x HTTP/1.1\r\n"))
-        var parts: [HTTP1Event] = []
+        var parts: [HTTPPart] = []
         for case .respond(let more) in commands { parts += more }
         guard case .response(let head, _)? = parts.first else {
             Issue.record("no response head in \(parts)")
@@ -137,14 +137,14 @@ import Testing
 
     @Test func anUpgradeRelaysRawBytesBothWaysAndSaysSo() throws {
         var leg = try Self.leg(.http1(encrypted: false))
-        var headers = HTTP1Headers()
+        var headers = HTTPFields()
         headers.append(name: "Host", value: "localhost:9000")
         headers.append(name: "Connection", value: "Upgrade")
         headers.append(name: "Upgrade", value: "websocket")
         let url = "http://localhost:9000/ws"
         leg.start(
             ExchangeLeg.Request(
-                head: HTTP1RequestHead(method: "GET", target: .origin("/ws"), version: .http11, headers: headers),
+                head: HTTPRequestHead(method: "GET", target: .origin("/ws"), version: .http11, headers: headers),
                 framing: .none, url: url, target: try RequestTarget(parsing: url), number: 1, clientKeepAlive: true,
                 leftAlone: false))
         leg.requestEnd(trailers: nil)

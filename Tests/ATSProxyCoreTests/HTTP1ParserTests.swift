@@ -11,7 +11,7 @@ import Testing
         var role: HTTP1Parser.Role = .request
         var methods: [String] = []
         var closeAtEnd = false
-        let expected: [HTTP1Event]
+        let expected: [HTTPPart]
         var testDescription: String { name }
     }
 
@@ -22,7 +22,7 @@ import Testing
                 + "accept: */*\r\n\r\n",
             expected: [
                 .request(
-                    HTTP1RequestHead(
+                    HTTPRequestHead(
                         method: "GET",
                         target: .absolute(
                             scheme: "http", authority: HTTP1Authority(host: "Example.com", port: 8080),
@@ -36,7 +36,7 @@ import Testing
             raw: "GET http://example.com:80 HTTP/1.1\r\nHost: EXAMPLE.com\r\n\r\n",
             expected: [
                 .request(
-                    HTTP1RequestHead(
+                    HTTPRequestHead(
                         method: "GET",
                         target: .absolute(
                             scheme: "http", authority: HTTP1Authority(host: "example.com", port: 80), pathAndQuery: ""),
@@ -49,7 +49,7 @@ import Testing
             raw: "CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n\u{16}\u{03}\u{01}",
             expected: [
                 .request(
-                    HTTP1RequestHead(
+                    HTTPRequestHead(
                         method: "CONNECT", target: .authority(HTTP1Authority(host: "api.example.com", port: 443)),
                         headers: ["Host": "api.example.com:443"]),
                     body: .tunnel),
@@ -60,7 +60,7 @@ import Testing
             raw: "CONNECT [::1]:8443 HTTP/1.1\r\n\r\n",
             expected: [
                 .request(
-                    HTTP1RequestHead(
+                    HTTPRequestHead(
                         method: "CONNECT", target: .authority(HTTP1Authority(host: "::1", port: 8443)), headers: [:]),
                     body: .tunnel),
                 .upgraded(remaining: []),
@@ -69,7 +69,7 @@ import Testing
             name: "asterisk-form OPTIONS",
             raw: "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
             expected: [
-                .request(HTTP1RequestHead(method: "OPTIONS", target: .asterisk, headers: ["Host": "a"]), body: .none),
+                .request(HTTPRequestHead(method: "OPTIONS", target: .asterisk, headers: ["Host": "a"]), body: .none),
                 .messageEnd,
             ]),
         Case(
@@ -77,7 +77,7 @@ import Testing
             raw: "\r\nGET /x HTTP/1.0\r\n\r\n",
             expected: [
                 .request(
-                    HTTP1RequestHead(method: "GET", target: .origin("/x"), version: .http10, headers: [:]), body: .none),
+                    HTTPRequestHead(method: "GET", target: .origin("/x"), version: .http10, headers: [:]), body: .none),
                 .messageEnd,
             ]),
         Case(
@@ -85,15 +85,15 @@ import Testing
             raw: "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nPOST /2 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello"
                 + "GET /3 HTTP/1.1\r\nHost: a\r\n\r\n",
             expected: [
-                .request(HTTP1RequestHead(method: "GET", target: .origin("/1"), headers: ["Host": "a"]), body: .none),
+                .request(HTTPRequestHead(method: "GET", target: .origin("/1"), headers: ["Host": "a"]), body: .none),
                 .messageEnd,
                 .request(
-                    HTTP1RequestHead(
+                    HTTPRequestHead(
                         method: "POST", target: .origin("/2"), headers: ["Host": "a", "Content-Length": "5"]),
                     body: .contentLength(5)),
                 body("hello"),
                 .messageEnd,
-                .request(HTTP1RequestHead(method: "GET", target: .origin("/3"), headers: ["Host": "a"]), body: .none),
+                .request(HTTPRequestHead(method: "GET", target: .origin("/3"), headers: ["Host": "a"]), body: .none),
                 .messageEnd,
             ]),
         Case(
@@ -101,7 +101,7 @@ import Testing
             raw: "PUT /u HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\nContent-Length: 5\r\n\r\nhello",
             expected: [
                 .request(
-                    HTTP1RequestHead(
+                    HTTPRequestHead(
                         method: "PUT", target: .origin("/u"), headers: ["Host": "a", "Content-Length": "5"]),
                     body: .contentLength(5)),
                 body("hello"),
@@ -113,7 +113,7 @@ import Testing
                 + "5;name=value ; q=\"a \\\"b\\\" c\"\r\nhello\r\n6 ;x\r\n world\r\n000\r\nX-Sum: abc\r\nX-Two: 2\r\n\r\n",
             expected: [
                 .request(
-                    HTTP1RequestHead(
+                    HTTPRequestHead(
                         method: "POST", target: .origin("/c"), headers: ["Host": "a", "Transfer-Encoding": "chunked"]),
                     body: .chunked),
                 body("hello world"),
@@ -126,12 +126,12 @@ import Testing
                 + "GET / HTTP/1.1\r\nHost: a\r\n\r\n",
             expected: [
                 .request(
-                    HTTP1RequestHead(
+                    HTTPRequestHead(
                         method: "POST", target: .origin("/c"), headers: ["Host": "a", "Transfer-Encoding": "Chunked"]),
                     body: .chunked),
                 body("0123456789"),
                 .messageEnd,
-                .request(HTTP1RequestHead(method: "GET", target: .origin("/"), headers: ["Host": "a"]), body: .none),
+                .request(HTTPRequestHead(method: "GET", target: .origin("/"), headers: ["Host": "a"]), body: .none),
                 .messageEnd,
             ]),
         Case(
@@ -139,9 +139,9 @@ import Testing
             raw: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
             role: .response, methods: ["POST"],
             expected: [
-                .response(HTTP1ResponseHead(status: 100, reason: "Continue"), body: .none),
+                .response(HTTPResponseHead(status: 100, reason: "Continue"), body: .none),
                 .response(
-                    HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Content-Length": "2"]),
+                    HTTPResponseHead(status: 200, reason: "OK", headers: ["Content-Length": "2"]),
                     body: .contentLength(2)),
                 body("ok"),
                 .messageEnd,
@@ -152,8 +152,8 @@ import Testing
             role: .response, methods: ["GET"],
             expected: [
                 .response(
-                    HTTP1ResponseHead(status: 103, reason: "Early Hints", headers: ["Link": "</s.css>"]), body: .none),
-                .response(HTTP1ResponseHead(status: 204, reason: ""), body: .none),
+                    HTTPResponseHead(status: 103, reason: "Early Hints", headers: ["Link": "</s.css>"]), body: .none),
+                .response(HTTPResponseHead(status: 204, reason: ""), body: .none),
                 .messageEnd,
             ]),
         Case(
@@ -162,7 +162,7 @@ import Testing
             role: .response, methods: ["GET"],
             expected: [
                 .response(
-                    HTTP1ResponseHead(
+                    HTTPResponseHead(
                         status: 101, reason: "Switching Protocols",
                         headers: ["Upgrade": "websocket", "Connection": "Upgrade"]),
                     body: .tunnel),
@@ -175,14 +175,14 @@ import Testing
             role: .response, methods: ["HEAD", "GET", "GET"],
             expected: [
                 .response(
-                    HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Content-Length": "1000"]), body: .none),
+                    HTTPResponseHead(status: 200, reason: "OK", headers: ["Content-Length": "1000"]), body: .none),
                 .messageEnd,
                 .response(
-                    HTTP1ResponseHead(status: 304, reason: "Not Modified", headers: ["Content-Length": "7"]),
+                    HTTPResponseHead(status: 304, reason: "Not Modified", headers: ["Content-Length": "7"]),
                     body: .none),
                 .messageEnd,
                 .response(
-                    HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Content-Length": "3"]),
+                    HTTPResponseHead(status: 200, reason: "OK", headers: ["Content-Length": "3"]),
                     body: .contentLength(3)),
                 body("abc"),
                 .messageEnd,
@@ -193,7 +193,7 @@ import Testing
             role: .response, methods: ["GET"], closeAtEnd: true,
             expected: [
                 .response(
-                    HTTP1ResponseHead(version: .http10, status: 200, reason: "OK", headers: ["Server": "x"]),
+                    HTTPResponseHead(version: .http10, status: 200, reason: "OK", headers: ["Server": "x"]),
                     body: .untilClose),
                 body("some body\r\nmore"),
                 .messageEnd,
@@ -204,7 +204,7 @@ import Testing
             role: .response, methods: ["GET"], closeAtEnd: true,
             expected: [
                 .response(
-                    HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Transfer-Encoding": "gzip"]),
+                    HTTPResponseHead(status: 200, reason: "OK", headers: ["Transfer-Encoding": "gzip"]),
                     body: .untilClose),
                 body("zz"),
                 .messageEnd,
@@ -214,7 +214,7 @@ import Testing
             raw: "HTTP/1.1 200 Connection established\r\n\r\nTLS",
             role: .response, methods: ["CONNECT"],
             expected: [
-                .response(HTTP1ResponseHead(status: 200, reason: "Connection established"), body: .tunnel),
+                .response(HTTPResponseHead(status: 200, reason: "Connection established"), body: .tunnel),
                 .upgraded(remaining: ArraySlice("TLS".utf8)),
             ]),
         Case(
@@ -224,7 +224,7 @@ import Testing
             role: .response, methods: ["GET"],
             expected: [
                 .response(
-                    HTTP1ResponseHead(
+                    HTTPResponseHead(
                         status: 200, reason: "OK", headers: ["Transfer-Encoding": "chunked", "Trailer": "X-Sum"]),
                     body: .chunked),
                 body("abc"),
@@ -263,13 +263,13 @@ import Testing
         let next = parser.resume()
         #expect(
             next == [
-                .request(HTTP1RequestHead(method: "GET", target: .origin("/2"), headers: ["Host": "a"]), body: .none),
+                .request(HTTPRequestHead(method: "GET", target: .origin("/2"), headers: ["Host": "a"]), body: .none),
                 .messageEnd,
             ])
         let third = parser.resume()
         #expect(
             third.first
-                == .request(HTTP1RequestHead(method: "GET", target: .origin("/3"), headers: ["Host": "a"]), body: .none)
+                == .request(HTTPRequestHead(method: "GET", target: .origin("/3"), headers: ["Host": "a"]), body: .none)
         )
         _ = parser.resume()
         #expect(parser.isIdle)

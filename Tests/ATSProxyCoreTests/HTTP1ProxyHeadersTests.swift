@@ -5,7 +5,7 @@ import Testing
 /// Hop-by-hop removal, persistence and Expect rules of a forwarding proxy.
 @Suite struct HTTP1ProxyHeadersTests {
     @Test func hopByHopFieldsAndConnectionNamedFieldsAreRemoved() {
-        let headers: HTTP1Headers = [
+        let headers: HTTPFields = [
             "Host": "a", "Connection": "close, X-Secret", "x-secret": "1", "Proxy-Connection": "keep-alive",
             "Keep-Alive": "timeout=5", "TE": "trailers", "Trailer": "X-Sum", "Upgrade": "h2c",
             "Proxy-Authorization": "Basic eA==", "Proxy-Authenticate": "Basic", "Transfer-Encoding": "chunked",
@@ -18,15 +18,15 @@ import Testing
     }
 
     @Test func writingAHeadThroughTheFilterSkipsHopByHopFields() {
-        let headers: HTTP1Headers = [
+        let headers: HTTPFields = [
             "Server": "x", "Connection": "keep-alive, X-Secret", "x-secret": "1", "Keep-Alive": "timeout=5",
             "Transfer-Encoding": "chunked", "Vary": "Accept",
         ]
-        let head = HTTP1ResponseHead(status: 200, reason: "OK", headers: headers)
+        let head = HTTPResponseHead(status: 200, reason: "OK", headers: headers)
         var written: [UInt8] = []
         HTTP1Serializer.writeResponseHead(
             head, dropping: HTTP1ProxyHeaders.HopByHopFilter(headers, options: .init(reframing: true)),
-            appending: [HTTP1Field(name: "Connection", value: "close")], into: &written)
+            appending: [HTTPField(name: "Connection", value: "close")], into: &written)
         #expect(
             String(decoding: written, as: UTF8.self)
                 == "HTTP/1.1 200 OK\r\nServer: x\r\nVary: Accept\r\nConnection: close\r\n\r\n")
@@ -37,15 +37,15 @@ import Testing
         HTTP1ProxyHeaders.Options(), HTTP1ProxyHeaders.Options(reframing: true),
     ])
     func writingAHeadThroughTheFilterEqualsRemovingThenWriting(options: HTTP1ProxyHeaders.Options) {
-        let sets: [HTTP1Headers] = [
+        let sets: [HTTPFields] = [
             ["Server": "nginx", "Content-Length": "2", "Connection": "keep-alive"],
             ["Server": "x", "Connection": "close, X-Secret", "x-secret": "1", "Keep-Alive": "timeout=5"],
             ["Transfer-Encoding": "chunked", "Trailer": "X-Sum", "Date": "today", "Connection": "Content-Length"],
             ["Content-Type": "text/plain", "Vary": "Accept"],
         ]
-        let extra = [HTTP1Field(name: "Connection", value: "close")]
+        let extra = [HTTPField(name: "Connection", value: "close")]
         for headers in sets {
-            let head = HTTP1ResponseHead(status: 200, reason: "OK", headers: headers)
+            let head = HTTPResponseHead(status: 200, reason: "OK", headers: headers)
             var expected = head
             expected.headers = HTTP1ProxyHeaders.removingHopByHop(headers, options: options)
             expected.headers.fields += extra
@@ -71,7 +71,7 @@ import Testing
     }
 
     @Test func headersWithoutHopByHopFieldsComeBackUnchanged() {
-        let headers: HTTP1Headers = ["Host": "a", "Content-Length": "3", "Accept": "*/*"]
+        let headers: HTTPFields = ["Host": "a", "Content-Length": "3", "Accept": "*/*"]
         #expect(HTTP1ProxyHeaders.removingHopByHop(headers) == headers)
         #expect(
             HTTP1ProxyHeaders.removingHopByHop(headers, options: .init(reframing: true)) == [
@@ -80,7 +80,7 @@ import Testing
     }
 
     @Test func listElementsAreFoundInPlace() {
-        let headers: HTTP1Headers = ["Connection": " keep-alive ,, Upgrade\t", "connection": "CLOSE"]
+        let headers: HTTPFields = ["Connection": " keep-alive ,, Upgrade\t", "connection": "CLOSE"]
         #expect(headers.hasListElement("Connection", "upgrade"))
         #expect(headers.hasListElement("Connection", "close"))
         #expect(headers.hasListElement("CONNECTION", "Keep-Alive"))
@@ -90,14 +90,14 @@ import Testing
     }
 
     @Test func connectionCannotRemoveRoutingOrFramingFields() {
-        let headers: HTTP1Headers = [
+        let headers: HTTPFields = [
             "Host": "a", "Content-Length": "3", "Connection": "Host, content-length, X-A", "X-A": "1",
         ]
         #expect(HTTP1ProxyHeaders.removingHopByHop(headers) == ["Host": "a", "Content-Length": "3"])
     }
 
     @Test func upgradeIsKeptWhenUpgrading() {
-        let headers: HTTP1Headers = [
+        let headers: HTTPFields = [
             "Host": "a", "Upgrade": "websocket", "Connection": "keep-alive, Upgrade", "Sec-WebSocket-Key": "k",
         ]
         let forwarded = HTTP1ProxyHeaders.removingHopByHop(headers, options: .init(upgrading: true))
@@ -120,17 +120,17 @@ import Testing
         KeepAliveCase(version: .http10, connection: "keep-alive, close", keepAlive: false),
     ])
     func keepAliveFollowsVersionAndConnection(_ testCase: KeepAliveCase) {
-        var headers: HTTP1Headers = ["Host": "a"]
+        var headers: HTTPFields = ["Host": "a"]
         if let connection = testCase.connection { headers.append(name: "Connection", value: connection) }
         #expect(HTTP1ProxyHeaders.isKeepAlive(version: testCase.version, headers: headers) == testCase.keepAlive)
     }
 
     @Test func expectContinueIsDetected() {
         func expectation(_ value: String?, _ version: HTTP1Version = .http11) -> HTTP1ProxyHeaders.Expectation {
-            var headers: HTTP1Headers = ["Host": "a"]
+            var headers: HTTPFields = ["Host": "a"]
             if let value { headers.append(name: "Expect", value: value) }
             return HTTP1ProxyHeaders.expectation(
-                of: HTTP1RequestHead(method: "PUT", target: .origin("/"), version: version, headers: headers))
+                of: HTTPRequestHead(method: "PUT", target: .origin("/"), version: version, headers: headers))
         }
         #expect(expectation(nil) == .none)
         #expect(expectation("100-Continue") == .continue100)
@@ -139,13 +139,13 @@ import Testing
     }
 
     @Test func headerLookupIsCaseInsensitiveAndOrdered() {
-        var headers: HTTP1Headers = ["Set-Cookie": "a=1", "set-cookie": "b=2", "X": "y"]
+        var headers: HTTPFields = ["Set-Cookie": "a=1", "set-cookie": "b=2", "X": "y"]
         #expect(headers.values("SET-COOKIE") == ["a=1", "b=2"])
         #expect(headers.count(of: "set-Cookie") == 2)
         headers.replaceOrAppend(name: "SET-COOKIE", value: "c=3")
         #expect(headers == ["Set-Cookie": "c=3", "X": "y"])
         headers.remove("x")
         #expect(headers == ["Set-Cookie": "c=3"])
-        #expect(!HTTP1Headers.nameMatches("Host", "Hosts"))
+        #expect(!HTTPFields.nameMatches("Host", "Hosts"))
     }
 }

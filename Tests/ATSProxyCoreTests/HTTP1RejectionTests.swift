@@ -251,7 +251,7 @@ import Testing
         let whole = HTTP1ParseRun(bytes, role: testCase.role, methods: methods)
         #expect(whole.failure?.kind == testCase.kind)
         #expect(whole.failure?.status == testCase.status)
-        #expect(whole.events.last == whole.failure.map(HTTP1Event.failed))
+        #expect(whole.events.last == whole.failure.map(HTTPPart.failed))
         let byteByByte = HTTP1ParseRun(bytes, role: testCase.role, methods: methods, chunkSize: 1)
         #expect(byteByByte.failure == whole.failure)
     }

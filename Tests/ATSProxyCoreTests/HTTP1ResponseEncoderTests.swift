@@ -7,8 +7,8 @@ import Testing
 struct HTTP1ResponseEncoderTests {
     /// Encodes a final head and `body` (then the end), returning the text and the keep-alive decision.
     static func encode(
-        _ head: HTTP1ResponseHead, framing: HTTP1BodyFraming, body: String = "", http10: Bool = false,
-        keepAlive: Bool = true, closeAfter: Bool = false, trailers: HTTP1Headers? = nil
+        _ head: HTTPResponseHead, framing: HTTPBodyFraming, body: String = "", http10: Bool = false,
+        keepAlive: Bool = true, closeAfter: Bool = false, trailers: HTTPFields? = nil
     ) -> (text: String, keepAlive: Bool) {
         var encoder = HTTP1ResponseEncoder()
         var keep = keepAlive
@@ -24,7 +24,7 @@ struct HTTP1ResponseEncoderTests {
 
     @Test("a body delimited by the origin's close is re-chunked for a client that keeps its connection")
     func rechunksUntilClose() {
-        let head = HTTP1ResponseHead(version: .http10, status: 200, reason: "OK", headers: ["Connection": "close"])
+        let head = HTTPResponseHead(version: .http10, status: 200, reason: "OK", headers: ["Connection": "close"])
         let (text, keepAlive) = Self.encode(head, framing: .untilClose, body: "hello")
         #expect(text == "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
         #expect(keepAlive)
@@ -32,7 +32,7 @@ struct HTTP1ResponseEncoderTests {
 
     @Test("an HTTP/1.0 client gets a chunked body raw, ended by closing")
     func dechunksForHTTP10() {
-        let head = HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Transfer-Encoding": "chunked"])
+        let head = HTTPResponseHead(status: 200, reason: "OK", headers: ["Transfer-Encoding": "chunked"])
         let (text, keepAlive) = Self.encode(
             head, framing: .chunked, body: "hello", http10: true, trailers: ["X-Digest": "abc"])
         #expect(text == "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello")
@@ -41,14 +41,14 @@ struct HTTP1ResponseEncoderTests {
 
     @Test("chunked stays chunked with its trailers, and the end after trailers adds nothing")
     func chunkedWithTrailers() {
-        let head = HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Transfer-Encoding": "chunked"])
+        let head = HTTPResponseHead(status: 200, reason: "OK", headers: ["Transfer-Encoding": "chunked"])
         let (text, _) = Self.encode(head, framing: .chunked, body: "hi", trailers: ["X-Digest": "abc"])
         #expect(text == "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\nX-Digest: abc\r\n\r\n")
     }
 
     @Test("hop-by-hop fields are dropped; a request still arriving closes the connection after the response")
     func hopByHopAndCloseAfter() {
-        let head = HTTP1ResponseHead(
+        let head = HTTPResponseHead(
             status: 200, reason: "OK",
             headers: [
                 "Content-Length": "2", "Keep-Alive": "timeout=5", "Connection": "Keep-Alive, X-Hop", "X-Hop": "1",
@@ -61,7 +61,7 @@ struct HTTP1ResponseEncoderTests {
 
     @Test("a 101 keeps its upgrade fields")
     func switchingProtocols() {
-        let head = HTTP1ResponseHead(
+        let head = HTTPResponseHead(
             status: 101, reason: "Switching Protocols", headers: ["Upgrade": "websocket", "Connection": "Upgrade"])
         let (text, keepAlive) = Self.encode(head, framing: .tunnel)
         #expect(text == "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
@@ -71,7 +71,7 @@ struct HTTP1ResponseEncoderTests {
     @Test("interim heads and the proxy's own answers are written as they are")
     func interimAndLocal() {
         var bytes: [UInt8] = []
-        HTTP1ResponseEncoder.writeInterim(HTTP1ResponseHead(status: 103, reason: "Early Hints"), into: &bytes)
+        HTTP1ResponseEncoder.writeInterim(HTTPResponseHead(status: 103, reason: "Early Hints"), into: &bytes)
         let local = LocalResponse.text(status: 404, reason: "Not Found", "gone\n")
         HTTP1ResponseEncoder.writeLocal(local.parts(keepAlive: false, headOnly: false), into: &bytes)
         let text = String(decoding: bytes, as: UTF8.self)

@@ -5,7 +5,7 @@ import Testing
 /// Serializer and body-writer tests: serialize → parse must give back the same message.
 @Suite struct HTTP1SerializerTests {
     @Test func requestHeadRoundTrips() {
-        let head = HTTP1RequestHead(
+        let head = HTTPRequestHead(
             method: "POST", target: .origin("/upload?x=1"),
             headers: ["Host": "a.example", "content-length": "5", "X-Dup": "1", "X-Dup": "2"])
         var wire: [UInt8] = []
@@ -19,7 +19,7 @@ import Testing
 
     @Test(arguments: [1, 3, 1000])
     func chunkedBodyWithTrailersRoundTrips(pieceSize: Int) {
-        let head = HTTP1ResponseHead(status: 200, reason: "OK", headers: ["Transfer-Encoding": "chunked"])
+        let head = HTTPResponseHead(status: 200, reason: "OK", headers: ["Transfer-Encoding": "chunked"])
         let payload = Array(http: String(repeating: "0123456789", count: 50))
         var wire: [UInt8] = []
         HTTP1Serializer.writeResponseHead(head, into: &wire)
@@ -40,7 +40,7 @@ import Testing
     }
 
     @Test func responseHeadWithEmptyReasonRoundTrips() {
-        let head = HTTP1ResponseHead(version: .http10, status: 404, reason: "", headers: ["Content-Length": "0"])
+        let head = HTTPResponseHead(version: .http10, status: 404, reason: "", headers: ["Content-Length": "0"])
         var wire: [UInt8] = []
         HTTP1Serializer.writeResponseHead(head, into: &wire)
         #expect(wire == Array(http: "HTTP/1.0 404 \r\nContent-Length: 0\r\n\r\n"))
@@ -63,20 +63,20 @@ import Testing
     }
 
     @Test func forOriginAddsHostFirstAndDefaultsThePath() {
-        let head = HTTP1RequestHead(
+        let head = HTTPRequestHead(
             method: "GET",
             target: .absolute(
                 scheme: "http", authority: HTTP1Authority(host: "a.example", port: nil), pathAndQuery: ""),
             version: .http10, headers: ["Accept": "*/*"])
         let origin = head.forOrigin()
         #expect(origin.target == .origin("/"))
-        #expect(origin.headers.fields.first == HTTP1Field(name: "Host", value: "a.example"))
-        let query = HTTP1RequestHead(
+        #expect(origin.headers.fields.first == HTTPField(name: "Host", value: "a.example"))
+        let query = HTTPRequestHead(
             method: "GET",
             target: .absolute(scheme: "http", authority: HTTP1Authority(host: "a", port: nil), pathAndQuery: "?x"),
             headers: ["Host": "a"])
         #expect(query.forOrigin().target == .origin("/?x"))
-        let options = HTTP1RequestHead(
+        let options = HTTPRequestHead(
             method: "OPTIONS",
             target: .absolute(scheme: "http", authority: HTTP1Authority(host: "::1", port: 8080), pathAndQuery: ""),
             headers: ["Host": "[::1]:8080"])

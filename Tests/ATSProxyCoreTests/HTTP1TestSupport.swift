@@ -4,7 +4,7 @@
 /// a given size, resumes after every message, collects upgrade bytes, and records the largest
 /// amount of input the parser ever held.
 struct HTTP1ParseRun {
-    var events: [HTTP1Event] = []
+    var events: [HTTPPart] = []
     var maximumBuffered = 0
     var largestBodyEvent = 0
 
@@ -39,7 +39,7 @@ struct HTTP1ParseRun {
         if let upgradeBytes { events.append(.upgraded(remaining: upgradeBytes[...])) }
     }
 
-    private mutating func record(_ new: [HTTP1Event], upgrade: inout [UInt8]?, stopped: inout Bool) {
+    private mutating func record(_ new: [HTTPPart], upgrade: inout [UInt8]?, stopped: inout Bool) {
         for event in new {
             switch event {
             case .upgraded(let remaining):
@@ -57,8 +57,8 @@ struct HTTP1ParseRun {
     }
 
     /// The events with consecutive body pieces merged, so that runs with different chunk sizes compare equal.
-    var normalized: [HTTP1Event] {
-        var result: [HTTP1Event] = []
+    var normalized: [HTTPPart] {
+        var result: [HTTPPart] = []
         for event in events {
             if case .body(let piece) = event, case .body(let previous)? = result.last {
                 result[result.count - 1] = .body(ArraySlice(Array(previous) + Array(piece)))
@@ -86,6 +86,6 @@ extension Array where Element == UInt8 {
 }
 
 /// Shorthand for a body event in expectations.
-func body(_ text: String) -> HTTP1Event {
+func body(_ text: String) -> HTTPPart {
     .body(ArraySlice(Array(text.utf8)))
 }

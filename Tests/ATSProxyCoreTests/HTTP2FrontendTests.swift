@@ -45,12 +45,12 @@ import Testing
         /// `sentParts` (the text-free path tests count HTTP/1.1 heads, and the harness must write none).
         var writesDownParts = true
         /// Every request part sent on the channel, in order.
-        var sentParts: [HTTP1Event] = []
+        var sentParts: [HTTPPart] = []
         /// Parses the origin's answers on a channel into the parts a link would hand over.
         var responseParser = HTTP1Parser(role: .response)
 
         /// Writes request parts down as the HTTP/1.1 text an HTTP/1.1 origin would have received.
-        func receive(parts: [HTTP1Event]) {
+        func receive(parts: [HTTPPart]) {
             guard case .channel = mode else {
                 Issue.record("the lane sent request parts without a channel")
                 return
@@ -78,8 +78,8 @@ import Testing
         }
 
         /// The parts a link would hand over for the origin's HTTP/1.1 `bytes`: an interim head alone (no end).
-        func responseParts(_ bytes: [UInt8]) -> [HTTP1Event] {
-            var parts: [HTTP1Event] = []
+        func responseParts(_ bytes: [UInt8]) -> [HTTPPart] {
+            var parts: [HTTPPart] = []
             var pending = responseParser.feed(bytes)[...]
             var afterInterim = false
             while let event = pending.popFirst() {
@@ -596,10 +596,10 @@ import Testing
 
     /// One request as an origin received it.
     struct OriginRequest: CustomStringConvertible {
-        let head: HTTP1RequestHead
-        let framing: HTTP1BodyFraming
+        let head: HTTPRequestHead
+        let framing: HTTPBodyFraming
         var body: [UInt8] = []
-        var trailers: HTTP1Headers?
+        var trailers: HTTPFields?
         var ended = false
 
         /// A one-line summary (failure messages would otherwise print whole bodies).
@@ -1167,7 +1167,7 @@ extension HTTP2FrontendTests {
         #expect(lease.facts?["version"] == "TLSv1.3")
         let after = Array(lane[(index + 1)...])
         #expect(Self.upstreamWrites(after).isEmpty, "no HTTP/1.1 text after the promotion")
-        let parts = after.flatMap { command -> [HTTP1Event] in
+        let parts = after.flatMap { command -> [HTTPPart] in
             if case .sendToUpstreamChannel(let parts) = command { return parts }
             return []
         }

@@ -23,7 +23,7 @@ struct HTTP2TextFreePathTests {
         var requests: [[HTTP2Header]] = []
         var requestBody: [UInt8] = []
         /// Response parts the link handed to the channel, not yet given to the lane.
-        var partsForLane: [HTTP1Event] = []
+        var partsForLane: [HTTPPart] = []
 
         init() throws {
             link = try UpstreamH2Link(tls: nil)

@@ -793,7 +793,7 @@ extension ProxySessionTests {
     @Test func aChannelResponseOfUnknownLengthReachesAnHTTP1ClientChunkedWithItsReasonPhrase() throws {
         let harness = try Harness(upstreamALPN: ["h2", "http/1.1"])
         let client = try Self.requestOnChannel(harness, "GET /parts HTTP/1.1\r\nHost: api.example.com\r\n\r\n")
-        let head = HTTP1ResponseHead(status: 200, reason: "", headers: ["x-origin": "h2"])
+        let head = HTTPResponseHead(status: 200, reason: "", headers: ["x-origin": "h2"])
         let answer = harness.send(
             .upstreamParts([
                 .response(head, body: .untilClose), .body(Array("hel".utf8)[...]), .body(Array("lo".utf8)[...]),
@@ -813,8 +813,8 @@ extension ProxySessionTests {
         let client = try Self.requestOnChannel(harness, "GET /early HTTP/1.1\r\nHost: api.example.com\r\n\r\n")
         let answer = harness.send(
             .upstreamParts([
-                .response(HTTP1ResponseHead(status: 103, reason: "", headers: ["link": "</a.css>"]), body: .none),
-                .response(HTTP1ResponseHead(status: 204, reason: "", headers: [:]), body: .none), .messageEnd,
+                .response(HTTPResponseHead(status: 103, reason: "", headers: ["link": "</a.css>"]), body: .none),
+                .response(HTTPResponseHead(status: 204, reason: "", headers: [:]), body: .none), .messageEnd,
             ]))
         client.receive(Self.clientWrites(answer))
         let text = Self.text(Self.readAll(client))

@@ -60,7 +60,7 @@ final class H2LinkHarness {
 
     /// Encodes a channel's response parts as HTTP/1.1 the way the proxy frames them for an HTTP/1.1 client (a body
     /// that ends with its stream becomes chunked), so that the tests can read them with the HTTP/1.1 parser.
-    private func encodeForHTTP1Client(_ parts: [HTTP1Event], channel: UpstreamH2Link.ChannelID) -> [UInt8] {
+    private func encodeForHTTP1Client(_ parts: [HTTPPart], channel: UpstreamH2Link.ChannelID) -> [UInt8] {
         var bytes: [UInt8] = []
         for part in parts {
             switch part {
@@ -198,9 +198,9 @@ final class H2LinkHarness {
 
 /// One response as `HTTP1Parser(role: .response)` read it from a channel.
 struct ParsedH1Response {
-    var head: HTTP1ResponseHead
+    var head: HTTPResponseHead
     var body: [UInt8] = []
-    var trailers: HTTP1Headers = [:]
+    var trailers: HTTPFields = [:]
     /// `.messageEnd` was seen (always false for 1xx heads, which have no message end of their own).
     var complete = false
 }

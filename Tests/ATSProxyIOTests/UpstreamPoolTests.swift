@@ -100,7 +100,7 @@ import Testing
 
     /// An owner for `acquire` that never gets a channel.
     final class NoOwner: UpstreamChannelOwner {
-        func channelParts(lane: Int32, _ parts: [HTTP1Event]) {}
+        func channelParts(lane: Int32, _ parts: [HTTPPart]) {}
         func channelReset(lane: Int32, code: HTTP2ErrorCode) {}
         func channelWritable(lane: Int32, _ writable: Bool) {}
     }

@@ -16,8 +16,8 @@ func sampleRecord(
         atsRequired: atsRequired, ruleChain: ["NSAppTransportSecurity (default)"], rule: "the rule",
         fix: errorCode == nil ? nil : "add NSExceptionAllowsInsecureHTTPLoads", errorCode: errorCode,
         streamError: streamError, status: status,
-        requestHeaders: [HTTP1Field(name: "Cookie", value: "a=b"), HTTP1Field(name: "Accept", value: "*/*")],
-        responseHeaders: [HTTP1Field(name: "Content-Type", value: "text/plain")], bytesFromClient: 0,
+        requestHeaders: [HTTPField(name: "Cookie", value: "a=b"), HTTPField(name: "Accept", value: "*/*")],
+        responseHeaders: [HTTPField(name: "Content-Type", value: "text/plain")], bytesFromClient: 0,
         bytesToClient: 12, durationMilliseconds: 3.5)
 }
 

@@ -61,12 +61,12 @@ enum HTTP1ResponseFuzz {
     }
 
     /// Invariant 4 for one final response to a request with `method`.
-    static func checkRelay(_ message: HTTP1Drive.Message, head: HTTP1ResponseHead, method: String) {
+    static func checkRelay(_ message: HTTP1Drive.Message, head: HTTPResponseHead, method: String) {
         guard message.framing != .tunnel else { return }
         let rechunk = message.framing == .untilClose
         let filter = HTTP1ProxyHeaders.HopByHopFilter(head.headers, options: .init(reframing: rechunk))
-        let extra = rechunk ? [HTTP1Field(name: "Transfer-Encoding", value: "chunked")] : []
-        let framing: HTTP1BodyFraming = rechunk ? .chunked : message.framing
+        let extra = rechunk ? [HTTPField(name: "Transfer-Encoding", value: "chunked")] : []
+        let framing: HTTPBodyFraming = rechunk ? .chunked : message.framing
         var relayedHead = head
         relayedHead.version = .http11
         var bytes: [UInt8] = []

@@ -378,15 +378,15 @@ enum ProxySessionFuzz {
 
         /// Response parts an HTTP/2 link could report next, as `plan` describes them: each plan byte adds one part
         /// the grammar allows (an interim or final head, a body piece, trailers, the end), so any plan is valid.
-        static func channelParts(_ plan: [UInt8], after start: ChannelResponse) -> ([HTTP1Event], ChannelResponse) {
-            var parts: [HTTP1Event] = []
+        static func channelParts(_ plan: [UInt8], after start: ChannelResponse) -> ([HTTPPart], ChannelResponse) {
+            var parts: [HTTPPart] = []
             var state = start
             for byte in plan.prefix(8) {
                 switch state {
                 case .awaitingHead:
                     let statuses = [200, 100, 103, 204, 304, 404, 500, 200]
                     let status = statuses[Int(byte & 0x07)]
-                    let head = HTTP1ResponseHead(status: status, reason: "", headers: ["server": "fuzz"])
+                    let head = HTTPResponseHead(status: status, reason: "", headers: ["server": "fuzz"])
                     if status < 200 {
                         parts.append(.response(head, body: .none))
                     } else if status == 204 || status == 304 || byte & 0x40 != 0 {
@@ -399,7 +399,7 @@ enum ProxySessionFuzz {
                         if let length { headers.append(name: "content-length", value: String(length)) }
                         parts.append(
                             .response(
-                                HTTP1ResponseHead(status: status, reason: "", headers: headers),
+                                HTTPResponseHead(status: status, reason: "", headers: headers),
                                 body: length.map { .contentLength($0) } ?? .untilClose))
                         state = .body(remaining: length, trailersSent: false)
                     }

@@ -69,14 +69,14 @@ public struct ATSErrorResponse: Sendable, Equatable {
     /// `X-ATS-Would-Fail: -1200 [3:-9836]`, `X-ATS-Error`, `X-ATS-Stream-Error`, `X-ATS-Rule` and
     /// `X-ATS-Fix`.
     public static func reportedFields(errorCode: Int?, streamError: String?, rule: String, fix: String?)
-        -> [HTTP1Field]
+        -> [HTTPField]
     {
         let code = errorCode.map(String.init) ?? "?"
-        var fields = [HTTP1Field(name: "X-ATS-Would-Fail", value: code + (streamError.map { " [\($0)]" } ?? ""))]
-        fields.append(HTTP1Field(name: "X-ATS-Error", value: code))
-        if let streamError { fields.append(HTTP1Field(name: "X-ATS-Stream-Error", value: streamError)) }
-        fields.append(HTTP1Field(name: "X-ATS-Rule", value: oneLine(rule)))
-        if let fix { fields.append(HTTP1Field(name: "X-ATS-Fix", value: oneLine(fix))) }
+        var fields = [HTTPField(name: "X-ATS-Would-Fail", value: code + (streamError.map { " [\($0)]" } ?? ""))]
+        fields.append(HTTPField(name: "X-ATS-Error", value: code))
+        if let streamError { fields.append(HTTPField(name: "X-ATS-Stream-Error", value: streamError)) }
+        fields.append(HTTPField(name: "X-ATS-Rule", value: oneLine(rule)))
+        if let fix { fields.append(HTTPField(name: "X-ATS-Fix", value: oneLine(fix))) }
         return fields
     }
 

@@ -139,7 +139,7 @@ public struct RequestRecord: Sendable, Codable {
 
     /// One header field, as parsed (so that a record shares the request's field array instead of
     /// copying it); formatters redact the values of secret-bearing fields unless asked.
-    public typealias HeaderField = HTTP1Field
+    public typealias HeaderField = HTTPField
 
     public init(
         time: Date, clientAddress: String, taskID: String, method: String, url: String, host: String? = nil,

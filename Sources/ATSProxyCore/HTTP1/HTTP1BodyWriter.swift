@@ -28,7 +28,7 @@ public struct HTTP1BodyWriter: Sendable {
     private var state: State
 
     /// Creates a writer for a body framed as `framing`.
-    public init(framing: HTTP1BodyFraming) {
+    public init(framing: HTTPBodyFraming) {
         switch framing {
         case .none: state = .counted(remaining: 0)
         case .contentLength(let length): state = .counted(remaining: length)
@@ -71,7 +71,7 @@ public struct HTTP1BodyWriter: Sendable {
 
     /// Ends the body: the last-chunk with `trailers` for chunked bodies (trailers are dropped for
     /// other framings, which cannot carry them), a length check for counted ones.
-    public mutating func finish(trailers: HTTP1Headers = [:], into buffer: inout [UInt8]) throws(Failure) {
+    public mutating func finish(trailers: HTTPFields = [:], into buffer: inout [UInt8]) throws(Failure) {
         switch state {
         case .counted(let remaining):
             state = .finished

@@ -49,7 +49,7 @@ struct HTTP1ChunkedDecoder {
         /// Chunk data (a slice of the input).
         case data(ArraySlice<UInt8>)
         /// The message ended with these trailers after `consumed` bytes of the input.
-        case end(trailers: HTTP1Headers, consumed: Int)
+        case end(trailers: HTTPFields, consumed: Int)
         /// A framing error.
         case failed(HTTP1ParseError)
     }

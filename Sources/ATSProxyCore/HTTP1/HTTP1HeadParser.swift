@@ -44,7 +44,7 @@ enum HTTP1HeadParser {
     }
 
     /// Parses a request head and checks method, target, version and Host.
-    static func parseRequest(_ section: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTP1RequestHead {
+    static func parseRequest(_ section: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTPRequestHead {
         var lines = Lines(section)
         guard let requestLine = lines.next() else { throw HTTP1ParseError(.invalidRequestLine) }
         guard let firstSpace = requestLine.firstIndex(of: HTTP1ASCII.space),
@@ -62,13 +62,13 @@ enum HTTP1HeadParser {
         let method = String(decoding: methodBytes, as: UTF8.self)
         let target = try HTTP1RequestTarget.parse(targetBytes, method: method)
         let headers = try parseFields(lines)
-        let head = HTTP1RequestHead(method: method, target: target, version: version, headers: headers)
+        let head = HTTPRequestHead(method: method, target: target, version: version, headers: headers)
         try validateHost(head)
         return head
     }
 
     /// Parses a status line and fields.
-    static func parseResponse(_ section: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTP1ResponseHead {
+    static func parseResponse(_ section: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTPResponseHead {
         var lines = Lines(section)
         guard let statusLine = lines.next(), statusLine.count >= 12,
             statusLine[statusLine.startIndex + 8] == HTTP1ASCII.space
@@ -94,17 +94,17 @@ enum HTTP1HeadParser {
             reason = String(decoding: reasonBytes, as: UTF8.self)
         }
         let headers = try parseFields(lines)
-        return HTTP1ResponseHead(version: version, status: status, reason: reason, headers: headers)
+        return HTTPResponseHead(version: version, status: status, reason: reason, headers: headers)
     }
 
     /// Parses a trailer section (fields only).
-    static func parseTrailers(_ section: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTP1Headers {
+    static func parseTrailers(_ section: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTPFields {
         try parseFields(Lines(section))
     }
 
     /// Parses field lines: `token ":" OWS value OWS`.
-    static func parseFields(_ lines: Lines) throws(HTTP1ParseError) -> HTTP1Headers {
-        var fields: [HTTP1Field] = []
+    static func parseFields(_ lines: Lines) throws(HTTP1ParseError) -> HTTPFields {
+        var fields: [HTTPField] = []
         fields.reserveCapacity(lines.roughCount)
         for line in lines {
             guard let first = line.first else { continue }
@@ -124,17 +124,17 @@ enum HTTP1HeadParser {
             }
             // Nearly every value is ASCII: decode it directly; obs-text takes the lossless path.
             let text = ascii ? String(decoding: value, as: UTF8.self) : FieldValueBytes.string(from: value)
-            fields.append(HTTP1Field(name: String(decoding: name, as: UTF8.self), value: text))
+            fields.append(HTTPField(name: String(decoding: name, as: UTF8.self), value: text))
         }
-        return HTTP1Headers(fields)
+        return HTTPFields(fields)
     }
 
     /// Host rules: required once on HTTP/1.1 (optional for CONNECT, whose target is the authority),
     /// a valid authority, and equal to an absolute-form target's authority after default ports.
-    private static func validateHost(_ head: HTTP1RequestHead) throws(HTTP1ParseError) {
+    private static func validateHost(_ head: HTTPRequestHead) throws(HTTP1ParseError) {
         var host: String?
         for field in head.headers.fields
-        where field.name.utf8.count == 4 && HTTP1Headers.nameMatches(field.name, "Host") {
+        where field.name.utf8.count == 4 && HTTPFields.nameMatches(field.name, "Host") {
             guard host == nil else { throw HTTP1ParseError(.multipleHost) }
             host = field.value
         }

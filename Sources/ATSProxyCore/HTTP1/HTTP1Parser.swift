@@ -1,6 +1,6 @@
 /// Incremental HTTP/1.1 message parser for one direction of one connection (sans-io).
 ///
-/// Feed it bytes in chunks of any size, down to one byte; it returns `HTTP1Event`s. Heads are
+/// Feed it bytes in chunks of any size, down to one byte; it returns `HTTPPart`s. Heads are
 /// collected in a bounded buffer (64 KiB, then 431); bodies are returned as slices of the input and
 /// never accumulated. After `.messageEnd` the parser pauses and holds any pipelined bytes until the
 /// owner calls `resume()` (or `upgrade()` after a 101), so one message is handled at a time.
@@ -80,19 +80,19 @@ public struct HTTP1Parser: Sendable {
     }
 
     /// Parses the next bytes of input.
-    public mutating func feed(_ bytes: [UInt8]) -> [HTTP1Event] {
+    public mutating func feed(_ bytes: [UInt8]) -> [HTTPPart] {
         feed(bytes[...])
     }
 
     /// Parses the next bytes of input. While paused the bytes are held, not parsed.
-    public mutating func feed(_ bytes: ArraySlice<UInt8>) -> [HTTP1Event] {
-        var events: [HTTP1Event] = []
+    public mutating func feed(_ bytes: ArraySlice<UInt8>) -> [HTTPPart] {
+        var events: [HTTPPart] = []
         feed(bytes, into: &events)
         return events
     }
 
     /// `feed(_:)` appending to `events`, a list whose storage the caller may keep from feed to feed.
-    public mutating func feed(_ bytes: ArraySlice<UInt8>, into events: inout [HTTP1Event]) {
+    public mutating func feed(_ bytes: ArraySlice<UInt8>, into events: inout [HTTPPart]) {
         switch state {
         case .head, .contentLength, .chunked, .untilClose:
             // A head, a body piece and the message end, without regrowing.
@@ -108,12 +108,12 @@ public struct HTTP1Parser: Sendable {
     }
 
     /// Continues with the next message after `.messageEnd`, parsing any held pipelined bytes.
-    public mutating func resume() -> [HTTP1Event] {
+    public mutating func resume() -> [HTTPPart] {
         guard case .messageComplete = state else { preconditionFailure("HTTP1Parser.resume in state \(state)") }
         state = .head
         let bytes = held
         held = []
-        var events: [HTTP1Event] = []
+        var events: [HTTPPart] = []
         process(bytes, into: &events)
         if inputEndedWhilePaused {
             events.append(contentsOf: inputClosed())
@@ -133,7 +133,7 @@ public struct HTTP1Parser: Sendable {
 
     /// The peer closed its side. Ends a read-until-close body; anything else mid-message is truncated,
     /// and so is a close before the response to an outstanding request (response role).
-    public mutating func inputClosed() -> [HTTP1Event] {
+    public mutating func inputClosed() -> [HTTPPart] {
         switch state {
         case .head:
             // A response that never started is as truncated as a partial one (upstream reset, -1005).
@@ -153,14 +153,14 @@ public struct HTTP1Parser: Sendable {
         }
     }
 
-    private mutating func fail(_ kind: HTTP1ParseError.Kind) -> [HTTP1Event] {
+    private mutating func fail(_ kind: HTTP1ParseError.Kind) -> [HTTPPart] {
         let error = HTTP1ParseError(kind)
         state = .failed(error)
         return [.failed(error)]
     }
 
     /// Runs the framing loop over `input` until it is used up, the message ends, or an error.
-    private mutating func process(_ input: ArraySlice<UInt8>, into events: inout [HTTP1Event]) {
+    private mutating func process(_ input: ArraySlice<UInt8>, into events: inout [HTTPPart]) {
         var input = input
         while true {
             switch state {
@@ -201,7 +201,7 @@ public struct HTTP1Parser: Sendable {
     }
 
     /// Feeds the chunked decoder; returns the input left after the message (if it ended).
-    private mutating func decodeChunked(_ input: ArraySlice<UInt8>, into events: inout [HTTP1Event])
+    private mutating func decodeChunked(_ input: ArraySlice<UInt8>, into events: inout [HTTPPart])
         -> ArraySlice<UInt8>
     {
         var steps: [HTTP1ChunkedDecoder.Step] = []
@@ -225,7 +225,7 @@ public struct HTTP1Parser: Sendable {
     }
 
     /// Emits `.messageEnd` and pauses, holding what follows.
-    private mutating func endMessage(remaining: ArraySlice<UInt8>, into events: inout [HTTP1Event]) {
+    private mutating func endMessage(remaining: ArraySlice<UInt8>, into events: inout [HTTPPart]) {
         events.append(.messageEnd)
         state = .messageComplete
         held = remaining
@@ -233,14 +233,14 @@ public struct HTTP1Parser: Sendable {
 
     /// Parses the collected head, emits it and enters the body state its framing calls for.
     private mutating func headCompleted(
-        _ section: ArraySlice<UInt8>, remaining input: inout ArraySlice<UInt8>, into events: inout [HTTP1Event]
+        _ section: ArraySlice<UInt8>, remaining input: inout ArraySlice<UInt8>, into events: inout [HTTPPart]
     ) {
-        let framing: HTTP1BodyFraming
+        let framing: HTTPBodyFraming
         do throws(HTTP1ParseError) {
             switch role {
             case .request:
                 var head = try HTTP1HeadParser.parseRequest(section)
-                framing = try HTTP1BodyFraming.forRequest(head)
+                framing = try HTTPBodyFraming.forRequest(head)
                 if case .contentLength(let length) = framing { head.headers.collapseContentLength(to: length) }
                 events.append(.request(head, body: framing))
                 #if DEBUG
@@ -249,7 +249,7 @@ public struct HTTP1Parser: Sendable {
             case .response:
                 guard let method = outstandingMethods.first else { throw HTTP1ParseError(.unexpectedResponse) }
                 var head = try HTTP1HeadParser.parseResponse(section)
-                framing = try HTTP1BodyFraming.forResponse(head, requestMethod: method)
+                framing = try HTTPBodyFraming.forResponse(head, requestMethod: method)
                 if case .contentLength(let length) = framing { head.headers.collapseContentLength(to: length) }
                 events.append(.response(head, body: framing))
                 #if DEBUG
@@ -267,7 +267,7 @@ public struct HTTP1Parser: Sendable {
     }
 
     private mutating func startBody(
-        _ framing: HTTP1BodyFraming, remaining input: inout ArraySlice<UInt8>, into events: inout [HTTP1Event]
+        _ framing: HTTPBodyFraming, remaining input: inout ArraySlice<UInt8>, into events: inout [HTTPPart]
     ) {
         switch framing {
         case .none, .contentLength(0):

@@ -1,5 +1,5 @@
 /// The header rules a forwarding proxy applies (RFC 9110 §7.6.1): hop-by-hop removal, persistence,
-/// and `Expect: 100-continue`. Pure functions over `HTTP1Headers`.
+/// and `Expect: 100-continue`. Pure functions over `HTTPFields`.
 public enum HTTP1ProxyHeaders {
     /// Which optional hop-by-hop fields survive.
     public struct Options: Hashable, Sendable {
@@ -29,7 +29,7 @@ public enum HTTP1ProxyHeaders {
     /// Keep-Alive, TE, Trailer, Upgrade (unless upgrading), Proxy-Authorization, Proxy-Authenticate,
     /// and Transfer-Encoding/Content-Length when reframing. When upgrading, `Upgrade` is kept and a
     /// single `Connection: Upgrade` is appended so the next hop sees the request to switch.
-    public static func removingHopByHop(_ headers: HTTP1Headers, options: Options = Options()) -> HTTP1Headers {
+    public static func removingHopByHop(_ headers: HTTPFields, options: Options = Options()) -> HTTPFields {
         let filter = HopByHopFilter(headers, options: options)
         // Most messages carry no hop-by-hop field at all (keep-alive is HTTP/1.1's default): then
         // the headers are returned as they are, without building anything.
@@ -52,7 +52,7 @@ public enum HTTP1ProxyHeaders {
         let dropsNothing: Bool
 
         /// The filter for `headers` under `options`.
-        public init(_ headers: HTTP1Headers, options: Options = Options()) {
+        public init(_ headers: HTTPFields, options: Options = Options()) {
             self.options = options
             let removable = headers.fields.contains { field in
                 isHopByHop(field.name) || (options.reframing && isFraming(field.name))
@@ -64,7 +64,7 @@ public enum HTTP1ProxyHeaders {
             }
             // `Connection: keep-alive` / `close` name no field: skip collecting the named ones then.
             let namesFields = headers.fields.contains { field in
-                field.name.utf8.count == 10 && HTTP1Headers.nameMatches(field.name, "Connection")
+                field.name.utf8.count == 10 && HTTPFields.nameMatches(field.name, "Connection")
                     && HTTP1ASCII.forEachListElement(of: field.value) { element in
                         !HTTP1ASCII.equalsIgnoringCase(element, "keep-alive".utf8)
                             && !HTTP1ASCII.equalsIgnoringCase(element, "close".utf8)
@@ -78,9 +78,9 @@ public enum HTTP1ProxyHeaders {
         }
 
         /// Whether `field` is hop-by-hop for this message.
-        public func drops(_ field: HTTP1Field) -> Bool {
+        public func drops(_ field: HTTPField) -> Bool {
             if dropsNothing { return false }
-            if options.upgrading && HTTP1Headers.nameMatches(field.name, "Upgrade") { return false }
+            if options.upgrading && HTTPFields.nameMatches(field.name, "Upgrade") { return false }
             if isHopByHop(field.name) { return true }
             if options.reframing && isFraming(field.name) { return true }
             return named.contains { HTTP1ASCII.equalsIgnoringCase(field.name.utf8, $0.utf8) }
@@ -90,23 +90,23 @@ public enum HTTP1ProxyHeaders {
     /// Whether `name` is one of `hopByHop`; checks the length before comparing.
     static func isHopByHop(_ name: String) -> Bool {
         switch name.utf8.count {
-        case 2: return HTTP1Headers.nameMatches(name, "TE")
-        case 7: return HTTP1Headers.nameMatches(name, "Trailer") || HTTP1Headers.nameMatches(name, "Upgrade")
-        case 10: return HTTP1Headers.nameMatches(name, "Connection") || HTTP1Headers.nameMatches(name, "Keep-Alive")
-        case 16: return HTTP1Headers.nameMatches(name, "Proxy-Connection")
-        case 18: return HTTP1Headers.nameMatches(name, "Proxy-Authenticate")
-        case 19: return HTTP1Headers.nameMatches(name, "Proxy-Authorization")
+        case 2: return HTTPFields.nameMatches(name, "TE")
+        case 7: return HTTPFields.nameMatches(name, "Trailer") || HTTPFields.nameMatches(name, "Upgrade")
+        case 10: return HTTPFields.nameMatches(name, "Connection") || HTTPFields.nameMatches(name, "Keep-Alive")
+        case 16: return HTTPFields.nameMatches(name, "Proxy-Connection")
+        case 18: return HTTPFields.nameMatches(name, "Proxy-Authenticate")
+        case 19: return HTTPFields.nameMatches(name, "Proxy-Authorization")
         default: return false
         }
     }
 
     static func isFraming(_ name: String) -> Bool {
-        HTTP1Headers.nameMatches(name, "Transfer-Encoding") || HTTP1Headers.nameMatches(name, "Content-Length")
+        HTTPFields.nameMatches(name, "Transfer-Encoding") || HTTPFields.nameMatches(name, "Content-Length")
     }
 
     /// Whether the connection persists after this message (RFC 9112 §9.3): HTTP/1.1 unless
     /// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
-    public static func isKeepAlive(version: HTTP1Version, headers: HTTP1Headers) -> Bool {
+    public static func isKeepAlive(version: HTTP1Version, headers: HTTPFields) -> Bool {
         if headers.hasListElement("Connection", "close") { return false }
         if version.isAtLeastHTTP11 { return true }
         return headers.hasListElement("Connection", "keep-alive")
@@ -123,7 +123,7 @@ public enum HTTP1ProxyHeaders {
     }
 
     /// The expectation of a request head.
-    public static func expectation(of head: HTTP1RequestHead) -> Expectation {
+    public static func expectation(of head: HTTPRequestHead) -> Expectation {
         let elements = head.headers.listElements("Expect")
         guard !elements.isEmpty else { return .none }
         guard elements.allSatisfy({ HTTP1ASCII.equalsIgnoringCase($0.utf8, "100-continue".utf8) }) else {

@@ -11,13 +11,13 @@ struct HTTP1ResponseEncoder {
     private var body: HTTP1BodyWriter?
 
     /// Writes an interim (1xx) head as it is: informational responses are relayed unchanged.
-    static func writeInterim(_ head: HTTP1ResponseHead, into bytes: inout [UInt8]) {
+    static func writeInterim(_ head: HTTPResponseHead, into bytes: inout [UInt8]) {
         precondition(head.isInterim, "HTTP1ResponseEncoder.writeInterim: \(head.status) is not interim")
         HTTP1Serializer.writeResponseHead(head, into: &bytes)
     }
 
     /// Writes a whole response the proxy makes itself (its parts carry their own framing fields).
-    static func writeLocal(_ parts: [HTTP1Event], into bytes: inout [UInt8]) {
+    static func writeLocal(_ parts: [HTTPPart], into bytes: inout [UInt8]) {
         for part in parts {
             switch part {
             case .response(let head, _): HTTP1Serializer.writeResponseHead(head, into: &bytes)
@@ -42,8 +42,8 @@ struct HTTP1ResponseEncoder {
     ///   - reserving: body bytes to make room for beside the head (nil: none), so that a small body joins the head
     ///     in one buffer.
     mutating func writeHead(
-        _ head: HTTP1ResponseHead, framing: HTTP1BodyFraming, clientIsHTTP10: Bool, keepAlive: inout Bool,
-        closeAfter: Bool, extra: [HTTP1Field], reserving: Int?, into bytes: inout [UInt8]
+        _ head: HTTPResponseHead, framing: HTTPBodyFraming, clientIsHTTP10: Bool, keepAlive: inout Bool,
+        closeAfter: Bool, extra: [HTTPField], reserving: Int?, into bytes: inout [UInt8]
     ) {
         precondition(!head.isInterim && body == nil, "HTTP1ResponseEncoder.writeHead: a second final head")
         if let reserving { bytes.reserveCapacity(bytes.count + 512 + reserving) }
@@ -65,16 +65,16 @@ struct HTTP1ResponseEncoder {
         // The hop-by-hop fields are skipped while the head is written: no copy of the field list.
         let hopByHop = HTTP1ProxyHeaders.HopByHopFilter(
             head.headers, options: HTTP1ProxyHeaders.Options(reframing: rechunk || dechunk))
-        var fields: [HTTP1Field] = []
+        var fields: [HTTPField] = []
         var clientFraming = framing
         if rechunk {
-            fields.append(HTTP1Field(name: "Transfer-Encoding", value: "chunked"))
+            fields.append(HTTPField(name: "Transfer-Encoding", value: "chunked"))
             clientFraming = .chunked
         } else if dechunk {
             clientFraming = .untilClose
         }
         if closeAfter { keepAlive = false }
-        if !keepAlive { fields.append(HTTP1Field(name: "Connection", value: "close")) }
+        if !keepAlive { fields.append(HTTPField(name: "Connection", value: "close")) }
         fields += extra
         HTTP1Serializer.writeResponseHead(clientHead, dropping: hopByHop, appending: fields, into: &bytes)
         body = HTTP1BodyWriter(framing: clientFraming)
@@ -87,7 +87,7 @@ struct HTTP1ResponseEncoder {
 
     /// Ends the body (the last chunk with `trailers` where the client's framing carries them). Once only: the end
     /// after trailers adds nothing.
-    mutating func finish(trailers: HTTP1Headers = [:], into bytes: inout [UInt8]) {
+    mutating func finish(trailers: HTTPFields = [:], into bytes: inout [UInt8]) {
         guard var writer = body, !writer.isFinished else { return }
         try? writer.finish(trailers: trailers, into: &bytes)
         body = writer

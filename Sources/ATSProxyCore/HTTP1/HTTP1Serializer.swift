@@ -5,9 +5,9 @@ import ATSHTTP2
 /// Stateless: appending into `inout [UInt8]` lets the connection reuse one output buffer and
 /// coalesce a head with the first body bytes into one write. Field values are written as UTF-8.
 public enum HTTP1Serializer {
-    /// Appends `method SP target SP version CRLF fields CRLF`. Use `HTTP1RequestHead.forOrigin()`
+    /// Appends `method SP target SP version CRLF fields CRLF`. Use `HTTPRequestHead.forOrigin()`
     /// first when sending an absolute-form request to an origin server.
-    public static func writeRequestHead(_ head: HTTP1RequestHead, into buffer: inout [UInt8]) {
+    public static func writeRequestHead(_ head: HTTPRequestHead, into buffer: inout [UInt8]) {
         #if DEBUG
             HTTP1TextCounter.countWrite()
         #endif
@@ -25,7 +25,7 @@ public enum HTTP1Serializer {
     }
 
     /// Appends `version SP status SP reason CRLF fields CRLF`.
-    public static func writeResponseHead(_ head: HTTP1ResponseHead, into buffer: inout [UInt8]) {
+    public static func writeResponseHead(_ head: HTTPResponseHead, into buffer: inout [UInt8]) {
         #if DEBUG
             HTTP1TextCounter.countWrite()
         #endif
@@ -38,7 +38,7 @@ public enum HTTP1Serializer {
     /// Appends a response head whose fields are `head`'s without those `filter` drops, followed by `extra`:
     /// what `removingHopByHop` and appending would produce, without copying the field list.
     public static func writeResponseHead(
-        _ head: HTTP1ResponseHead, dropping filter: HTTP1ProxyHeaders.HopByHopFilter, appending extra: [HTTP1Field],
+        _ head: HTTPResponseHead, dropping filter: HTTP1ProxyHeaders.HopByHopFilter, appending extra: [HTTPField],
         into buffer: inout [UInt8]
     ) {
         #if DEBUG
@@ -54,7 +54,7 @@ public enum HTTP1Serializer {
     }
 
     /// `version SP status SP reason CRLF`.
-    private static func appendStatusLine(_ head: HTTP1ResponseHead, into buffer: inout [UInt8]) {
+    private static func appendStatusLine(_ head: HTTPResponseHead, into buffer: inout [UInt8]) {
         buffer.append(contentsOf: head.version.description.utf8)
         buffer.append(HTTP1ASCII.space)
         buffer.append(contentsOf: String(head.status).utf8)
@@ -74,7 +74,7 @@ public enum HTTP1Serializer {
     }
 
     /// Appends the last-chunk `0 CRLF`, the trailer fields and the final CRLF.
-    public static func writeLastChunk(trailers: HTTP1Headers = [:], into buffer: inout [UInt8]) {
+    public static func writeLastChunk(trailers: HTTPFields = [:], into buffer: inout [UInt8]) {
         buffer.append(UInt8(ascii: "0"))
         buffer.append(contentsOf: HTTP1ASCII.crlf)
         writeFields(trailers, into: &buffer)
@@ -82,24 +82,24 @@ public enum HTTP1Serializer {
     }
 
     /// The bytes of `name: value CRLF` per field plus the closing CRLF.
-    static func fieldsSize(_ headers: HTTP1Headers) -> Int {
+    static func fieldsSize(_ headers: HTTPFields) -> Int {
         var size = 2
         for field in headers.fields { size += field.name.utf8.count + field.value.utf8.count + 4 }
         return size
     }
 
     /// Appends `name: value CRLF` per field, in order.
-    static func writeFields(_ headers: HTTP1Headers, into buffer: inout [UInt8]) {
+    static func writeFields(_ headers: HTTPFields, into buffer: inout [UInt8]) {
         buffer.reserveCapacity(buffer.count + fieldsSize(headers))
         appendFields(headers, into: &buffer)
     }
 
     /// `writeFields` without the reservation (the caller reserved for the whole head).
-    private static func appendFields(_ headers: HTTP1Headers, into buffer: inout [UInt8]) {
+    private static func appendFields(_ headers: HTTPFields, into buffer: inout [UInt8]) {
         for field in headers { appendField(field, into: &buffer) }
     }
 
-    private static func appendField(_ field: HTTP1Field, into buffer: inout [UInt8]) {
+    private static func appendField(_ field: HTTPField, into buffer: inout [UInt8]) {
         buffer.append(contentsOf: field.name.utf8)
         buffer.append(HTTP1ASCII.colon)
         buffer.append(HTTP1ASCII.space)

@@ -20,21 +20,21 @@ final class Exchange {
     /// The policy that made `decision`: fixes and console lines come from it even after a reload.
     let policy: PolicyStore.Snapshot
     let source: RequestSource
-    let requestHeaders: HTTP1Headers
+    let requestHeaders: HTTPFields
     /// Where the exchange stands (both halves): the only record of its progress.
     var state: ExchangeState
     var clientKeepAlive: Bool
     /// Frames the request body for an HTTP/1.1 upstream (a fresh one for each upstream the request is sent to).
     var requestWriter: HTTP1BodyWriter
     /// How the client framed the request body: the framing of the request head part sent upstream.
-    var requestFraming: HTTP1BodyFraming = .none
+    var requestFraming: HTTPBodyFraming = .none
     /// Request body bytes passed on so far (checked against a declared Content-Length).
     var requestBodyForwarded = 0
     var responseParser = HTTP1Parser(role: .response)
     /// Writes the response as HTTP/1.1 text for an HTTP/1.1 client (unused for a stream's lane).
     var responseEncoder = HTTP1ResponseEncoder()
     var responseStatus: Int?
-    var responseHeaders = HTTP1Headers()
+    var responseHeaders = HTTPFields()
     var upstreamKeepAlive = true
     var bytesFromClient = 0
     var bytesToClient = 0
@@ -58,7 +58,7 @@ final class Exchange {
     /// connection (a fresh one after a lost reused one, or an HTTP/1.1 one after HTTP_1_1_REQUIRED): an
     /// idempotent request without a body that is not an upgrade (RFC 9110 §9.2.2). Nil otherwise, and
     /// once it was retried.
-    var retryHead: HTTP1RequestHead?
+    var retryHead: HTTPRequestHead?
     /// The upstream carrying the request was reused (kept alive, or from the pool), not opened for it.
     var onReusedUpstream = false
     /// The request was sent again on another connection (logged with the record).
@@ -74,7 +74,7 @@ final class Exchange {
 
     init(
         number: Int, start: Date, method: String, url: String, target: RequestTarget, decision: ATSDecision,
-        policy: PolicyStore.Snapshot, source: RequestSource, requestHeaders: HTTP1Headers, state: ExchangeState,
+        policy: PolicyStore.Snapshot, source: RequestSource, requestHeaders: HTTPFields, state: ExchangeState,
         clientKeepAlive: Bool,
         requestWriter: HTTP1BodyWriter, rule: String
     ) {

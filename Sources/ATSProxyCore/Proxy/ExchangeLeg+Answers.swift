@@ -72,7 +72,7 @@ extension ExchangeLeg {
         if !exchange.state.requestComplete && exchange.requestHasBody { exchange.clientKeepAlive = false }
         exchange.state.answeredLocally()
         exchange.responseStatus = response.status
-        exchange.responseHeaders = HTTP1Headers(response.headers.map { HTTP1Field(name: $0.name, value: $0.value) })
+        exchange.responseHeaders = HTTPFields(response.headers.map { HTTPField(name: $0.name, value: $0.value) })
         let local = LocalResponse(response)
         exchange.bytesToClient += local.body.count
         exchange.upstreamKeepAlive = false

@@ -8,8 +8,8 @@ extension ExchangeLeg {
     /// A request the owner's client side has accepted (target checked, not for the proxy itself).
     struct Request {
         /// The head as the client sent it (origin-form inside a tunnel, absolute-form from a proxy client).
-        let head: HTTP1RequestHead
-        let framing: HTTP1BodyFraming
+        let head: HTTPRequestHead
+        let framing: HTTPBodyFraming
         /// The request's URL and target.
         let url: String
         let target: RequestTarget
@@ -90,7 +90,7 @@ extension ExchangeLeg {
     }
 
     /// Which client the request is from, as the policy's source rules see it.
-    func requestSource(_ head: HTTP1RequestHead) -> RequestSource {
+    func requestSource(_ head: HTTPRequestHead) -> RequestSource {
         switch services.settings.source {
         case .auto: RequestSourceDetector.detect(userAgent: head.headers.first("User-Agent"))
         case .fixed(let source): source
@@ -98,7 +98,7 @@ extension ExchangeLeg {
     }
 
     /// `--cleartext upgrade`: fetch the https:// twin under that host's ATS requirements.
-    mutating func upgradeCleartext(_ original: Exchange, head: HTTP1RequestHead) {
+    mutating func upgradeCleartext(_ original: Exchange, head: HTTPRequestHead) {
         let port = services.settings.upgradePort
         let host = RequestTarget.uriHost(original.target.host)
         var path = "/"
@@ -131,7 +131,7 @@ extension ExchangeLeg {
     /// Makes `exchange` current and sends its head towards an upstream for `host:port` under `requirements`: the
     /// current one when it has the same key, otherwise a pooled or new one.
     mutating func startForward(
-        _ exchange: Exchange, head: HTTP1RequestHead, host: String, port: Int, requirements: TLSRequirements?
+        _ exchange: Exchange, head: HTTPRequestHead, host: String, port: Int, requirements: TLSRequirements?
     ) {
         exchange.requirements = requirements
         if let requirements, !requirements.isSatisfiable, services.settings.mode == .enforce {
@@ -244,7 +244,7 @@ extension ExchangeLeg {
     /// The end of the current request (with `trailers`, which finish the body; the message end follows them).
     /// Returns false when there is no current exchange (the owner's own answers have no leg-side end).
     @discardableResult
-    mutating func requestEnd(trailers: HTTP1Headers?) -> Bool {
+    mutating func requestEnd(trailers: HTTPFields?) -> Bool {
         guard let exchange else { return false }
         switch exchange.state {
         case .probing:

@@ -39,7 +39,7 @@ extension ExchangeLeg {
 
     /// Response parts from the upstream's HTTP/2 channel: the same events the HTTP/1.1 response parser reports,
     /// without text in between.
-    mutating func upstreamParts(_ parts: [HTTP1Event]) {
+    mutating func upstreamParts(_ parts: [HTTPPart]) {
         guard carriesExchanges, let exchange, upstreamIsChannel, exchange.state.isForwarding else { return }
         exchange.responseBytesArrived(at: now)
         processResponse(parts)
@@ -49,7 +49,7 @@ extension ExchangeLeg {
     /// channel), to the client: the bookkeeping is the same for every client (the exchange's state, status,
     /// sizes, whether the upstream may be kept or shared); delivery is `HTTP1ResponseEncoder`'s text for an
     /// HTTP/1.1 client, or the parts themselves for an HTTP/2 stream.
-    mutating func processResponse(_ events: [HTTP1Event]) {
+    mutating func processResponse(_ events: [HTTPPart]) {
         var pending = events[...]
         while let event = pending.popFirst() {
             // Parts for an exchange that has its whole response (or that the proxy answered) are never relayed.
@@ -130,7 +130,7 @@ extension ExchangeLeg {
 
     /// An interim (1xx) head, relayed as it is: as text to an HTTP/1.1 client, without hop-by-hop fields to a
     /// stream (RFC 9113 §8.2.2). An HTTP/2 origin sends no reason phrase; an HTTP/1.1 client gets the standard one.
-    mutating func relayInterim(_ head: HTTP1ResponseHead, framing: HTTP1BodyFraming) {
+    mutating func relayInterim(_ head: HTTPResponseHead, framing: HTTPBodyFraming) {
         var head = head
         if deliversToStream {
             head.headers = HTTP1ProxyHeaders.removingHopByHop(head.headers)
@@ -145,7 +145,7 @@ extension ExchangeLeg {
 
     /// The origin's final head: the exchange's bookkeeping, then the head to the client (`--mode report` adds its
     /// X-ATS-* fields).
-    mutating func responseHead(_ head: HTTP1ResponseHead, framing: HTTP1BodyFraming, _ exchange: Exchange) {
+    mutating func responseHead(_ head: HTTPResponseHead, framing: HTTPBodyFraming, _ exchange: Exchange) {
         exchange.state.responseHeadSent()
         exchange.responseStatus = head.status
         exchange.responseHeaders = head.headers
@@ -162,7 +162,7 @@ extension ExchangeLeg {
                 exchange.upstreamKeepAlive && framing != .untilClose
                 && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
         }
-        var reported: [HTTP1Field] = []
+        var reported: [HTTPField] = []
         if exchange.result == .reported && !upgrading {
             reported = ATSErrorResponse.reportedFields(
                 errorCode: exchange.errorCode, streamError: exchange.streamError, rule: exchange.rule, fix: exchange.fix
@@ -193,7 +193,7 @@ extension ExchangeLeg {
     }
 
     /// Appends a response part for the stream, joining consecutive parts into one command.
-    mutating func respondToStream(_ part: HTTP1Event) {
+    mutating func respondToStream(_ part: HTTPPart) {
         if case .respond(var parts)? = commands.last {
             commands.removeLast()
             parts.append(part)

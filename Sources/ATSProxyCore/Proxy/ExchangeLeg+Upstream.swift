@@ -216,7 +216,7 @@ extension ExchangeLeg {
     /// Sends `exchange`'s request (`head`, its replayable head) once more, on an upstream for `key`, and
     /// marks it so: never a third time, and logged as retried.
     mutating func sendAgain(
-        _ exchange: Exchange, head: HTTP1RequestHead, on key: UpstreamKey, reusable: Bool
+        _ exchange: Exchange, head: HTTPRequestHead, on key: UpstreamKey, reusable: Bool
     ) {
         exchange.retryHead = nil
         exchange.onReusedUpstream = false

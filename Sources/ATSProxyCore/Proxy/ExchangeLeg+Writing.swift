@@ -84,7 +84,7 @@ extension ExchangeLeg {
     /// One part of the current exchange's request, for the upstream: held until the upstream is ready, then handed
     /// to an HTTP/2 channel as it is (consecutive parts in one command) or written as HTTP/1.1 text (the only place
     /// the request side writes HTTP/1.1).
-    mutating func sendRequestPart(_ part: HTTP1Event) {
+    mutating func sendRequestPart(_ part: HTTPPart) {
         switch upstream {
         case .none, .connecting, .handshaking:
             pendingParts.append(part)
@@ -129,13 +129,13 @@ extension ExchangeLeg {
     }
 
     /// The response parser's event list kept between feeds (taken while in use).
-    mutating func takeEventList() -> [HTTP1Event] {
-        var events: [HTTP1Event] = []
+    mutating func takeEventList() -> [HTTPPart] {
+        var events: [HTTPPart] = []
         swap(&events, &eventList)
         return events
     }
 
-    mutating func giveBackEventList(_ events: inout [HTTP1Event]) {
+    mutating func giveBackEventList(_ events: inout [HTTPPart]) {
         events.removeAll(keepingCapacity: true)
         swap(&events, &eventList)
     }

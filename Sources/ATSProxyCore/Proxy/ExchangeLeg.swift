@@ -94,13 +94,13 @@ struct ExchangeLeg {
     var pendingUpstream: [UInt8] = []
     /// Request parts of the current exchange waiting for the upstream to be ready: they are encoded for it (HTTP/1.1
     /// text, or handed to an HTTP/2 channel as they are) only once it is known which one it is.
-    var pendingParts: [HTTP1Event] = []
+    var pendingParts: [HTTPPart] = []
     /// Client-bound plaintext for an encrypted HTTP/1.1 client (`Delivery.http1(encrypted: true)`): the owner seals
     /// it once the event is handled, or before anything that must follow it, so a response head and its small
     /// body leave as one record.
     var clientPlain: [UInt8] = []
     /// Storage for response parser events, reused from feed to feed.
-    var eventList: [HTTP1Event] = []
+    var eventList: [HTTPPart] = []
     /// TLS facts of the current upstream connection (recorded on every request it carries).
     var upstreamFacts: [String: String]?
     /// The peer IP address of the current upstream connection (`ProxyEvent.upstreamPeer`).

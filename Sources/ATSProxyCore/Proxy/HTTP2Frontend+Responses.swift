@@ -8,13 +8,13 @@ extension HTTP2Frontend {
     // MARK: - Responses
 
     /// Response parts the lane relayed from its upstream: submitted as the stream's HEADERS, DATA and trailers.
-    func responseParts(lane: Int32, _ parts: [HTTP1Event]) {
+    func responseParts(lane: Int32, _ parts: [HTTPPart]) {
         guard let id = laneStream[lane], streams[id] != nil else { return }
         respond(lane: lane, stream: id, parts)
     }
 
     /// Submits response parts for stream `id` (a lane's parts carry no end after an interim head).
-    func respond(lane: Int32, stream id: Int32, _ events: [HTTP1Event]) {
+    func respond(lane: Int32, stream id: Int32, _ events: [HTTPPart]) {
         guard var stream = streams[id] else { return }
         for event in events {
             switch event {

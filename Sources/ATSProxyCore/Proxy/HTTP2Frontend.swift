@@ -275,8 +275,8 @@ final class HTTP2Frontend {
             )
             return
         }
-        var headers = HTTP1Headers(head.headers.map { HTTP1Field(name: $0.name, value: $0.value) })
-        let framing: HTTP1BodyFraming
+        var headers = HTTPFields(head.headers.map { HTTPField(name: $0.name, value: $0.value) })
+        let framing: HTTPBodyFraming
         if endStream {
             framing = .none
         } else if let length = headers.first("content-length"), let count = Int(length), count >= 0 {
@@ -297,7 +297,7 @@ final class HTTP2Frontend {
             try? session.resetStream(stream: id, error: .protocolError)
             return
         }
-        let h1 = HTTP1RequestHead(method: head.method, target: target, version: .http11, headers: headers)
+        let h1 = HTTPRequestHead(method: head.method, target: target, version: .http11, headers: headers)
         // Asterisk-form's target URI has an empty path (RFC 9112 §3.3): the origin alone.
         var path = ""
         if case .origin(let origin) = target { path = origin }
@@ -336,7 +336,7 @@ final class HTTP2Frontend {
         guard let stream = streams[id], let lane = stream.lane, lanes[lane] != nil, stream.chunkedRequest else {
             return
         }
-        let trailers = HTTP1Headers(fields.filter { !$0.isPseudo }.map { HTTP1Field(name: $0.name, value: $0.value) })
+        let trailers = HTTPFields(fields.filter { !$0.isPseudo }.map { HTTPField(name: $0.name, value: $0.value) })
         withLeg(lane) { $0.requestEnd(trailers: trailers) }
     }
 

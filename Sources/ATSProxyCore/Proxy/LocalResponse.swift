@@ -8,17 +8,17 @@ struct LocalResponse: Sendable {
     /// The reason phrase an HTTP/1.1 client sees.
     var reason: String
     /// The header fields in order, `Content-Length` included; `Connection: close` is added by `parts`.
-    var fields: [HTTP1Field]
+    var fields: [HTTPField]
     /// The body.
     var body: [UInt8]
 
     /// The response as parts: the head (with `Connection: close` when the connection ends after it), the body
     /// unless `headOnly` (a HEAD request: the head keeps the body's length), and the message end.
-    func parts(keepAlive: Bool, headOnly: Bool = false) -> [HTTP1Event] {
-        var headers = HTTP1Headers(fields)
+    func parts(keepAlive: Bool, headOnly: Bool = false) -> [HTTPPart] {
+        var headers = HTTPFields(fields)
         if !keepAlive { headers.append(name: "Connection", value: "close") }
-        let head = HTTP1ResponseHead(status: status, reason: reason, headers: headers)
-        var parts: [HTTP1Event] = [.response(head, body: headOnly ? .none : .contentLength(body.count))]
+        let head = HTTPResponseHead(status: status, reason: reason, headers: headers)
+        var parts: [HTTPPart] = [.response(head, body: headOnly ? .none : .contentLength(body.count))]
         if !headOnly && !body.isEmpty { parts.append(.body(body[...])) }
         parts.append(.messageEnd)
         return parts
@@ -30,34 +30,34 @@ struct LocalResponse: Sendable {
         return LocalResponse(
             status: status, reason: reason,
             fields: [
-                HTTP1Field(name: "Content-Type", value: "text/plain; charset=utf-8"),
-                HTTP1Field(name: "Content-Length", value: String(body.count)),
+                HTTPField(name: "Content-Type", value: "text/plain; charset=utf-8"),
+                HTTPField(name: "Content-Length", value: String(body.count)),
             ], body: body)
     }
 
     /// An ATS failure answer: its `X-ATS-*` fields and explanation.
     init(_ response: ATSErrorResponse) {
         let body = Array(response.body.utf8)
-        var fields = response.headers.map { HTTP1Field(name: $0.name, value: $0.value) }
-        fields.append(HTTP1Field(name: "Content-Length", value: String(body.count)))
+        var fields = response.headers.map { HTTPField(name: $0.name, value: $0.value) }
+        fields.append(HTTPField(name: "Content-Length", value: String(body.count)))
         self.init(status: response.status, reason: response.reason, fields: fields, body: body)
     }
 
     /// An onboarding page (the CA download carries its file name).
     init(_ page: OnboardingSite.Page) {
         var fields = [
-            HTTP1Field(name: "Content-Type", value: page.contentType),
-            HTTP1Field(name: "Content-Length", value: String(page.body.count)),
-            HTTP1Field(name: "Cache-Control", value: "no-store"),
+            HTTPField(name: "Content-Type", value: page.contentType),
+            HTTPField(name: "Content-Length", value: String(page.body.count)),
+            HTTPField(name: "Cache-Control", value: "no-store"),
         ]
         if let fileName = page.fileName {
-            fields.append(HTTP1Field(name: "Content-Disposition", value: "attachment; filename=\"\(fileName)\""))
+            fields.append(HTTPField(name: "Content-Disposition", value: "attachment; filename=\"\(fileName)\""))
         }
         self.init(status: page.status, reason: page.reason, fields: fields, body: page.body)
     }
 
     /// Memberwise.
-    init(status: Int, reason: String, fields: [HTTP1Field], body: [UInt8]) {
+    init(status: Int, reason: String, fields: [HTTPField], body: [UInt8]) {
         self.status = status
         self.reason = reason
         self.fields = fields

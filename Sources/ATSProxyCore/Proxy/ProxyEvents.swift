@@ -21,7 +21,7 @@ public enum ProxyEvent: Sendable {
     case upstreamBytes([UInt8])
     /// Response parts from the session's channel of a shared HTTP/2 link (`.response`, `.body`, `.trailers`,
     /// `.messageEnd`): what an HTTP/1.1 upstream's bytes would parse to, with no text in between.
-    case upstreamParts([HTTP1Event])
+    case upstreamParts([HTTPPart])
     /// The upstream closed its sending side.
     case upstreamEOF
     /// The upstream connection failed after it was open (reset).
@@ -69,10 +69,10 @@ public enum ProxyCommand: Sendable {
     case writeToUpstream([UInt8])
     /// Send request parts on the session's channel of a shared HTTP/2 link (only while the session has one: its
     /// upstream was handed over as an h2 channel or promoted to one).
-    case sendToUpstreamChannel([HTTP1Event])
+    case sendToUpstreamChannel([HTTPPart])
     /// Response parts for the HTTP/2 stream a lane serves (lanes only; the frontend turns them into HEADERS and
     /// DATA frames, so no HTTP/1.1 text passes between a lane and its stream).
-    case respond([HTTP1Event])
+    case respond([HTTPPart])
     /// Close the upstream connection.
     case closeUpstream
     /// Arm the session's single timer (replacing any armed one) for this many seconds.

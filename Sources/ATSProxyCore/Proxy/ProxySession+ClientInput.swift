@@ -84,18 +84,18 @@ extension ProxySession {
 
     /// The parser event list kept between feeds (taken while in use: a feed nested inside `process`
     /// finds it gone and makes a list of its own).
-    mutating func takeEventList() -> [HTTP1Event] {
-        var events: [HTTP1Event] = []
+    mutating func takeEventList() -> [HTTPPart] {
+        var events: [HTTPPart] = []
         swap(&events, &eventList)
         return events
     }
 
-    mutating func giveBackEventList(_ events: inout [HTTP1Event]) {
+    mutating func giveBackEventList(_ events: inout [HTTPPart]) {
         events.removeAll(keepingCapacity: true)
         swap(&events, &eventList)
     }
 
-    mutating func process(_ events: [HTTP1Event]) {
+    mutating func process(_ events: [HTTPPart]) {
         for event in events {
             if case .closed = phase { return }
             switch event {

@@ -8,7 +8,7 @@ extension ProxySession {
 
     /// A CONNECT: refused, left alone (a blind tunnel), passed through after a probe, or intercepted (the client's
     /// TLS with a minted leaf, then requests inside).
-    mutating func connect(_ head: HTTP1RequestHead) {
+    mutating func connect(_ head: HTTPRequestHead) {
         guard case .authority(let authority) = head.target, !inTunnel else {
             answerLocally(
                 status: 400, reason: "Bad Request", body: "ats-proxy: CONNECT needs host:port\n", keepAlive: false)

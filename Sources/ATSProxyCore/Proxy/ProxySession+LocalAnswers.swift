@@ -16,7 +16,7 @@ extension ProxySession {
 
     /// A request or CONNECT the proxy refuses before any upstream is involved (misdirected inside a tunnel, a
     /// target on the proxy host for a client elsewhere): answered with `status`, recorded as failed, closed.
-    mutating func refuse(_ head: HTTP1RequestHead, status: Int, reason: String, text: String) {
+    mutating func refuse(_ head: HTTPRequestHead, status: Int, reason: String, text: String) {
         let body = "ats-proxy: \(text)\n"
         let url: String
         switch head.target {
@@ -42,7 +42,7 @@ extension ProxySession {
     }
 
     /// Serves the CA onboarding site (never proxied).
-    mutating func answerOnboarding(_ head: HTTP1RequestHead, path: String, framing: HTTP1BodyFraming) {
+    mutating func answerOnboarding(_ head: HTTPRequestHead, path: String, framing: HTTPBodyFraming) {
         guard let site = services.onboarding else {
             answerProxyInfo(head, framing: framing)
             return
@@ -65,7 +65,7 @@ extension ProxySession {
 
     /// A request addressed to the proxy itself (origin-form): the onboarding site, or a short page
     /// saying what this is.
-    mutating func answerProxyInfo(_ head: HTTP1RequestHead, framing: HTTP1BodyFraming) {
+    mutating func answerProxyInfo(_ head: HTTPRequestHead, framing: HTTPBodyFraming) {
         if services.onboarding != nil, case .origin(let path) = head.target {
             answerOnboarding(head, path: path, framing: framing)
             return

@@ -7,7 +7,7 @@ import Foundation
 extension ProxySession {
     // MARK: - Requests
 
-    mutating func requestHead(_ head: HTTP1RequestHead, framing: HTTP1BodyFraming) {
+    mutating func requestHead(_ head: HTTPRequestHead, framing: HTTPBodyFraming) {
         // A new request ends the idle period, whether or not it becomes an exchange (a local answer does not).
         leg.timers.endIdlePeriod()
         if head.method == "CONNECT" {
@@ -108,7 +108,7 @@ extension ProxySession {
 
     /// The end of a request (trailers, then the message end): the leg's exchange, or one the session answered
     /// itself, after which the parser resumes.
-    mutating func requestEnd(trailers: HTTP1Headers?) {
+    mutating func requestEnd(trailers: HTTPFields?) {
         if !leg.requestEnd(trailers: trailers) {
             // A CONNECT's messageEnd, or the end of a message answered locally without exchange.
             resumeParserIfIdle()

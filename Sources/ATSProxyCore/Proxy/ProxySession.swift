@@ -49,7 +49,7 @@ public struct ProxySession {
     /// session's: everything the session does is appended there, in order.
     var leg: ExchangeLeg
     /// Storage for parser events, reused from feed to feed (`takeEventList`).
-    var eventList: [HTTP1Event] = []
+    var eventList: [HTTPPart] = []
     var headerTimerRunning = false
     /// Set by `drain`: close as soon as the current exchange ends.
     var draining = false

@@ -17,7 +17,7 @@ enum TunnelRequestCheck {
     }
 
     /// Checks `head` against the tunnel's `host` (as the CONNECT named it, canonicalized) and `port`.
-    static func check(_ head: HTTP1RequestHead, host: String, port: Int) -> Verdict {
+    static func check(_ head: HTTPRequestHead, host: String, port: Int) -> Verdict {
         if case .absolute(let scheme, let authority, _) = head.target {
             let lowered = scheme.lowercased()
             guard lowered == "https" || lowered == "wss" || lowered == "http" || lowered == "ws" else {

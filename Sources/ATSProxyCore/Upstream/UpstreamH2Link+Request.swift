@@ -8,7 +8,7 @@ extension UpstreamH2Link {
         "ats-proxy: the origin speaks HTTP/2, which cannot carry this HTTP/1.1 Upgrade or CONNECT request\n".utf8)
 
     /// Handles request parts, in order. Stops early if the channel is forgotten.
-    func handleRequestEvents(_ events: [HTTP1Event], on channel: Channel) {
+    func handleRequestEvents(_ events: [HTTPPart], on channel: Channel) {
         var index = 0
         while index < events.count {
             guard channels[channel.id] === channel else { return }
@@ -40,7 +40,7 @@ extension UpstreamH2Link {
     }
 
     /// A request head: opens its stream, or answers/refuses it on the channel.
-    private func openStream(_ head: HTTP1RequestHead, framing: HTTP1BodyFraming, on channel: Channel) {
+    private func openStream(_ head: HTTPRequestHead, framing: HTTPBodyFraming, on channel: Channel) {
         switch channel.state {
         case .idle:
             break
@@ -99,7 +99,7 @@ extension UpstreamH2Link {
     }
 
     /// Chunked request trailers: trailing HEADERS with END_STREAM.
-    private func sendTrailers(_ trailers: HTTP1Headers, on channel: Channel) {
+    private func sendTrailers(_ trailers: HTTPFields, on channel: Channel) {
         guard case .streaming(let exchange) = channel.state, !exchange.requestEnded else { return }
         let fields = HTTP2Message.h2Fields(fromHTTP1: trailers.fields.map { HTTP2Header($0.name, $0.value) })
         do {
@@ -167,7 +167,7 @@ extension UpstreamH2Link {
 
     /// Answers an Upgrade (or CONNECT) request with a synthesized `502 Bad Gateway`, `Connection: close`.
     private func answerUpgrade(on channel: Channel) {
-        let head = HTTP1ResponseHead(
+        let head = HTTPResponseHead(
             status: 502, reason: "",
             headers: [
                 "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(Self.upgradeRefusalBody.count),

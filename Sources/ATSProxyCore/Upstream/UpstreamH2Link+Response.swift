@@ -70,13 +70,13 @@ extension UpstreamH2Link {
             abandon(channel, .protocolError)
             return
         }
-        var headers = HTTP1Headers(h2.headers.map { HTTP1Field(name: $0.name, value: $0.value) })
-        var head = HTTP1ResponseHead(status: h2.status, reason: "", headers: headers)
+        var headers = HTTPFields(h2.headers.map { HTTPField(name: $0.name, value: $0.value) })
+        var head = HTTPResponseHead(status: h2.status, reason: "", headers: headers)
         if h2.status < 200 {
             emitPart(.response(head, body: .none), channel: channel.id)
             return
         }
-        let framing: HTTP1BodyFraming
+        let framing: HTTPBodyFraming
         let declaredLength = headers.first("content-length").flatMap { Int($0) }
         if exchange.isHead || h2.status == 204 || h2.status == 304 {
             framing = .none
@@ -127,7 +127,7 @@ extension UpstreamH2Link {
             let trailers = exchange.responseTrailers.filter { !$0.isPseudo }
             if !trailers.isEmpty {
                 emitPart(
-                    .trailers(HTTP1Headers(trailers.map { HTTP1Field(name: $0.name, value: $0.value) })),
+                    .trailers(HTTPFields(trailers.map { HTTPField(name: $0.name, value: $0.value) })),
                     channel: channel.id)
             }
             emitPart(.messageEnd, channel: channel.id)

@@ -6,7 +6,7 @@ import ATSTLS
 ///
 /// Contract: a session sends a request on its channel as typed message parts with `send(_:channel:)` (request
 /// head with an origin-form target and `Host`, body pieces, trailers, message end: the proxy's message
-/// vocabulary, `HTTP1Event`, whose heads carry no wire text) and receives the response as `.channelParts`: a head
+/// vocabulary, `HTTPPart`, whose heads carry no wire text) and receives the response as `.channelParts`: a head
 /// (interim heads alone, the final one with its framing), body pieces, trailers and a message end. No HTTP/1.1 text
 /// is written or parsed on this path. Each request becomes a new HTTP/2 stream. `write(_:channel:)` still takes
 /// serialized HTTP/1.1 requests, parsed by the channel's own parser (tests and tools use it; the proxy does not).
@@ -33,7 +33,7 @@ public final class UpstreamH2Link {
         /// Bytes to write to the upstream socket (TLS-encrypted when the link has a `TLSConnection`).
         case network([UInt8])
         /// Response parts for that channel's exchange, in order (`.response`, `.body`, `.trailers`, `.messageEnd`).
-        case channelParts(ChannelID, [HTTP1Event])
+        case channelParts(ChannelID, [HTTPPart])
         /// The channel's exchange failed (stream reset by the origin, link failed, refused by GOAWAY or a full link):
         /// its session treats it like an upstream TCP reset. The channel is forgotten.
         case channelReset(ChannelID, HTTP2ErrorCode)
@@ -101,7 +101,7 @@ public final class UpstreamH2Link {
     /// Outputs of the current call other than `.network` and `.closeConnection`.
     var outputs: [Output] = []
     /// Channel parts not yet appended to `outputs`, coalesced per channel.
-    var pendingParts: [HTTP1Event] = []
+    var pendingParts: [HTTPPart] = []
     /// The channel `pendingParts` belong to.
     var pendingPartsChannel: ChannelID?
     /// `shutdown()` submitted our GOAWAY.
@@ -160,7 +160,7 @@ public final class UpstreamH2Link {
     /// Sends request parts on the channel: a head opens a new stream (the channel must be idle: its previous
     /// exchange finished both ways), body pieces become DATA, trailers a trailing HEADERS, the message end
     /// END_STREAM. Unknown (forgotten) channels are ignored.
-    public func send(_ parts: [HTTP1Event], channel id: ChannelID) -> [Output] {
+    public func send(_ parts: [HTTPPart], channel id: ChannelID) -> [Output] {
         guard let channel = channels[id] else { return [] }
         switch channel.state {
         case .answeredLocally:
@@ -435,7 +435,7 @@ public final class UpstreamH2Link {
     }
 
     /// Queues a response part for `channel`, coalescing consecutive parts of one channel into one output.
-    func emitPart(_ part: HTTP1Event, channel: ChannelID) {
+    func emitPart(_ part: HTTPPart, channel: ChannelID) {
         if pendingPartsChannel != channel {
             flushPendingParts()
             pendingPartsChannel = channel
@@ -513,7 +513,7 @@ extension UpstreamH2Link {
         /// No final head yet (1xx heads may have been handed on).
         case awaitingHead
         /// The final head was handed on with this framing (`.none`: DATA, if any, is discarded).
-        case body(HTTP1BodyFraming)
+        case body(HTTPBodyFraming)
         /// END_STREAM received and the message end handed on.
         case complete
     }

@@ -94,13 +94,13 @@ public struct UpstreamProxy: Sendable, Equatable, CustomStringConvertible {
     /// and, when credentials are set, `Proxy-Authorization: Basic`.
     public func connectRequest(host originHost: String, port originPort: Int) -> [UInt8] {
         let authority = HTTP1Authority(host: originHost, port: originPort)
-        var headers = HTTP1Headers()
+        var headers = HTTPFields()
         headers.append(name: "Host", value: authority.description)
         if let credentials {
             let token = Data("\(credentials.user):\(credentials.password)".utf8).base64EncodedString()
             headers.append(name: "Proxy-Authorization", value: "Basic \(token)")
         }
-        let head = HTTP1RequestHead(method: "CONNECT", target: .authority(authority), headers: headers)
+        let head = HTTPRequestHead(method: "CONNECT", target: .authority(authority), headers: headers)
         var bytes: [UInt8] = []
         HTTP1Serializer.writeRequestHead(head, into: &bytes)
         return bytes

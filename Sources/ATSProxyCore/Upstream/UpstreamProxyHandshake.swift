@@ -65,7 +65,7 @@ public struct UpstreamProxyHandshake: Sendable {
         }
     }
 
-    private mutating func conclude(_ events: [HTTP1Event]) -> Outcome {
+    private mutating func conclude(_ events: [HTTPPart]) -> Outcome {
         var pending = events
         while !pending.isEmpty {
             let event = pending.removeFirst()
@@ -99,7 +99,7 @@ public struct UpstreamProxyHandshake: Sendable {
         return .needMore
     }
 
-    private func refusal(_ head: HTTP1ResponseHead) -> String {
+    private func refusal(_ head: HTTPResponseHead) -> String {
         let status = "\(head.status)\(head.reason.isEmpty ? "" : " " + head.reason)"
         let prefix = "\(UpstreamProxy.detailPrefix)\(proxy.host):\(proxy.port) answered \(status) to CONNECT \(origin)"
         guard head.status == 407 else { return prefix }

@@ -3,7 +3,7 @@
 /// The value has its leading and trailing whitespace removed (RFC 9112 §5) and is decoded as
 /// UTF-8; bytes that are not valid UTF-8 (obs-text) are kept losslessly as private-use scalars
 /// (`FieldValueBytes`), which the serializers turn back into the same bytes.
-public struct HTTP1Field: Hashable, Sendable, Codable {
+public struct HTTPField: Hashable, Sendable, Codable {
     /// The field name as the peer spelled it.
     public var name: String
     /// The field value without surrounding whitespace.
@@ -19,23 +19,23 @@ public struct HTTP1Field: Hashable, Sendable, Codable {
 /// An ordered list of fields that keeps duplicates, order and case, with case-insensitive lookup.
 ///
 /// Lookups compare names byte-wise ignoring ASCII case and never allocate a lower-cased copy.
-public struct HTTP1Headers: Hashable, Sendable, RandomAccessCollection, ExpressibleByDictionaryLiteral {
+public struct HTTPFields: Hashable, Sendable, RandomAccessCollection, ExpressibleByDictionaryLiteral {
     /// The fields in wire order.
-    public var fields: [HTTP1Field]
+    public var fields: [HTTPField]
 
     /// Creates headers from fields in wire order.
-    public init(_ fields: [HTTP1Field] = []) {
+    public init(_ fields: [HTTPField] = []) {
         self.fields = fields
     }
 
     /// Creates headers from `(name, value)` pairs in order; duplicates are kept.
     public init(dictionaryLiteral elements: (String, String)...) {
-        self.fields = elements.map { HTTP1Field(name: $0.0, value: $0.1) }
+        self.fields = elements.map { HTTPField(name: $0.0, value: $0.1) }
     }
 
     public var startIndex: Int { fields.startIndex }
     public var endIndex: Int { fields.endIndex }
-    public subscript(position: Int) -> HTTP1Field { fields[position] }
+    public subscript(position: Int) -> HTTPField { fields[position] }
 
     /// The first value of the field `name`, compared case-insensitively.
     public func first(_ name: String) -> String? {
@@ -83,7 +83,7 @@ public struct HTTP1Headers: Hashable, Sendable, RandomAccessCollection, Expressi
 
     /// Appends a field at the end.
     public mutating func append(name: String, value: String) {
-        fields.append(HTTP1Field(name: name, value: value))
+        fields.append(HTTPField(name: name, value: value))
     }
 
     /// Removes every field named `name`.

@@ -1,6 +1,6 @@
 /// How the body after a head is delimited (RFC 9112 §6.3); the parser decides it, the proxy uses it
 /// to re-frame when forwarding.
-public enum HTTP1BodyFraming: Hashable, Sendable {
+public enum HTTPBodyFraming: Hashable, Sendable {
     /// No body: HEAD responses, 1xx/204/304, requests without Content-Length or Transfer-Encoding.
     case none
     /// Exactly this many bytes.
@@ -13,14 +13,14 @@ public enum HTTP1BodyFraming: Hashable, Sendable {
     case tunnel
 
     /// Framing of a request (RFC 9112 §6.3 rules 4–7 for requests). Rejects every smuggling pattern.
-    static func forRequest(_ head: HTTP1RequestHead) throws(HTTP1ParseError) -> HTTP1BodyFraming {
+    static func forRequest(_ head: HTTPRequestHead) throws(HTTP1ParseError) -> HTTPBodyFraming {
         if head.method == "CONNECT" { return .tunnel }
         return try fromFields(head.headers, version: head.version, isRequest: true) ?? .none
     }
 
     /// Framing of a response to a request with `requestMethod` (RFC 9112 §6.3 rules 1–7).
-    static func forResponse(_ head: HTTP1ResponseHead, requestMethod: String) throws(HTTP1ParseError)
-        -> HTTP1BodyFraming
+    static func forResponse(_ head: HTTPResponseHead, requestMethod: String) throws(HTTP1ParseError)
+        -> HTTPBodyFraming
     {
         if head.status == 101 { return .tunnel }
         if requestMethod == "CONNECT" && head.status >= 200 && head.status < 300 { return .tunnel }
@@ -31,8 +31,8 @@ public enum HTTP1BodyFraming: Hashable, Sendable {
     }
 
     /// Framing from Transfer-Encoding and Content-Length, or nil when neither is present.
-    private static func fromFields(_ headers: HTTP1Headers, version: HTTP1Version, isRequest: Bool)
-        throws(HTTP1ParseError) -> HTTP1BodyFraming?
+    private static func fromFields(_ headers: HTTPFields, version: HTTP1Version, isRequest: Bool)
+        throws(HTTP1ParseError) -> HTTPBodyFraming?
     {
         var hasTransferEncoding = false
         var hasContentLength = false
@@ -42,7 +42,7 @@ public enum HTTP1BodyFraming: Hashable, Sendable {
         var lengthFault: HTTP1ParseError?
         for field in headers.fields {
             switch field.name.utf8.count {
-            case 14 where HTTP1Headers.nameMatches(field.name, "Content-Length"):
+            case 14 where HTTPFields.nameMatches(field.name, "Content-Length"):
                 hasContentLength = true
                 if lengthFault == nil {
                     do throws(HTTP1ParseError) {
@@ -51,7 +51,7 @@ public enum HTTP1BodyFraming: Hashable, Sendable {
                         lengthFault = error
                     }
                 }
-            case 17 where HTTP1Headers.nameMatches(field.name, "Transfer-Encoding"): hasTransferEncoding = true
+            case 17 where HTTPFields.nameMatches(field.name, "Transfer-Encoding"): hasTransferEncoding = true
             default: continue
             }
         }
@@ -72,7 +72,7 @@ public enum HTTP1BodyFraming: Hashable, Sendable {
     /// twice) is a framing error for requests (400); for responses it means read-until-close. Other
     /// codings before chunked are valid HTTP but not implemented by this proxy (501).
     private static func transferCoding(_ codings: [Substring], isRequest: Bool) throws(HTTP1ParseError)
-        -> HTTP1BodyFraming
+        -> HTTPBodyFraming
     {
         func isChunked(_ coding: Substring) -> Bool { HTTP1ASCII.equalsIgnoringCase(coding.utf8, "chunked".utf8) }
         guard let last = codings.last, isChunked(last), codings.filter(isChunked).count == 1 else {

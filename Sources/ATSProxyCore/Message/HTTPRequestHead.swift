@@ -1,5 +1,7 @@
-/// A request line and its header fields, as parsed or as to be serialized.
-public struct HTTP1RequestHead: Hashable, Sendable {
+/// A request head in the proxy's message vocabulary (`HTTPPart`): method, target, version and fields, as the
+/// HTTP/1.1 parser reads a request line or as the HTTP/2 frontend maps a stream's pseudo-headers (`:path` as an
+/// origin-form target).
+public struct HTTPRequestHead: Hashable, Sendable {
     /// The method token, case-sensitive (`GET`, `CONNECT`, …).
     public var method: String
     /// The parsed request target.
@@ -7,10 +9,10 @@ public struct HTTP1RequestHead: Hashable, Sendable {
     /// The protocol version of the request line.
     public var version: HTTP1Version
     /// Header fields in wire order.
-    public var headers: HTTP1Headers
+    public var headers: HTTPFields
 
     /// Creates a request head.
-    public init(method: String, target: HTTP1RequestTarget, version: HTTP1Version = .http11, headers: HTTP1Headers) {
+    public init(method: String, target: HTTP1RequestTarget, version: HTTP1Version = .http11, headers: HTTPFields) {
         self.method = method
         self.target = target
         self.version = version
@@ -20,7 +22,7 @@ public struct HTTP1RequestHead: Hashable, Sendable {
     /// The head to send to an origin server: an absolute-form target becomes origin-form (`/` if the
     /// URI had no path, `*` for a path-less OPTIONS, RFC 9112 §3.2.4) and Host is set to the target's
     /// authority, keeping its place if the client sent one. Other forms are returned unchanged.
-    public func forOrigin() -> HTTP1RequestHead {
+    public func forOrigin() -> HTTPRequestHead {
         guard case .absolute(_, let authority, let pathAndQuery) = target else { return self }
         var head = self
         if pathAndQuery.isEmpty {
@@ -33,14 +35,14 @@ public struct HTTP1RequestHead: Hashable, Sendable {
         if head.headers.contains("Host") {
             head.headers.replaceOrAppend(name: "Host", value: authority.description)
         } else {
-            head.headers.fields.insert(HTTP1Field(name: "Host", value: authority.description), at: 0)
+            head.headers.fields.insert(HTTPField(name: "Host", value: authority.description), at: 0)
         }
         return head
     }
 }
 
 /// A status line and its header fields, as parsed or as to be serialized; 1xx included.
-public struct HTTP1ResponseHead: Hashable, Sendable {
+public struct HTTPResponseHead: Hashable, Sendable {
     /// The protocol version of the status line.
     public var version: HTTP1Version
     /// The three-digit status code.
@@ -48,10 +50,10 @@ public struct HTTP1ResponseHead: Hashable, Sendable {
     /// The reason phrase, possibly empty.
     public var reason: String
     /// Header fields in wire order.
-    public var headers: HTTP1Headers
+    public var headers: HTTPFields
 
     /// Creates a response head.
-    public init(version: HTTP1Version = .http11, status: Int, reason: String, headers: HTTP1Headers = [:]) {
+    public init(version: HTTP1Version = .http11, status: Int, reason: String, headers: HTTPFields = [:]) {
         self.version = version
         self.status = status
         self.reason = reason
