@@ -8,12 +8,14 @@ internal import COpenSSLShims
 ///
 /// What each context negotiates:
 /// - certificate kinds: what the proxy's normal context negotiates (TLS 1.2 and 1.3, ECDHE suites),
-///   plus the ECDHE-RSA suites the rsa1024 leaf needs. The sha1 and rsa1024 contexts run at OpenSSL
-///   security level 0: at the default level 2 `SSL_use_certificate` refuses to serve a SHA-1-signed or
-///   RSA-1024 leaf (toolchain notes, pitfall 14);
+///   plus the ECDHE-RSA suites the rsa1024 leaf needs. At the default security level 2
+///   `SSL_use_certificate` refuses to serve a SHA-1-signed leaf ("ca md too weak", also at level 1)
+///   or an RSA-1024 one ("ee key too small"), so the sha1 context runs at level 0 and the rsa1024
+///   context at level 1 (toolchain notes, pitfall 14);
 /// - tls1.0 / tls1.1: that version only, ECDHE-RSA and RSA AES-CBC-SHA suites, level 0 (OpenSSL 3
 ///   refuses TLS 1.0/1.1 above level 0: "legacy sigalg disallowed or unsupported");
-/// - static-rsa: TLS 1.2 only, RSA key exchange suites only (AES-GCM and AES-CBC), the default level.
+/// - static-rsa: TLS 1.2 only, RSA key exchange suites only (AES-GCM and AES-CBC); these need no lower
+///   level (OpenSSL 3.0 negotiates them at its default level 2).
 ///
 /// None of them issues session tickets or caches sessions: a resumed handshake sends no certificate,
 /// so every challenge must be a full handshake. (Tickets of the normal context cannot be resumed here
@@ -67,7 +69,9 @@ public final class ChallengeTLSContexts: Sendable {
             try context.setCipherList(certificateKindCiphers)
             try context.setTLS13Suites(tls13Suites)
         case .sha1Signature, .rsa1024:
-            context.setSecurityLevel(0)
+            // At level 2 OpenSSL will not serve these leaves ("ca md too weak", "ee key too small");
+            // RSA-1024 (80 bits) is enough for level 1, a SHA-1 signature (63 bits) only for level 0.
+            context.setSecurityLevel(kind == .rsa1024 ? 1 : 0)
             try context.setVersions(minimum: .tls12, maximum: .tls13)
             try context.setCipherList(certificateKindCiphers)
             try context.setTLS13Suites(tls13Suites)

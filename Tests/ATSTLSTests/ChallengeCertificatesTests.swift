@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSTestSupport
 import COpenSSL
 import Foundation
 import Synchronization
@@ -144,6 +145,35 @@ struct ChallengeCertificatesTests {
         let noSAN = try Self.certificates.leaf(for: host, kind: .noSAN)
         #expect(noSAN.certificate.subjectAltNames.ip.isEmpty)
         #expect(noSAN.certificate.commonName == host)
+    }
+
+    /// `ats-proxy ca --key-type rsa` makes an RSA-3072 CA: every kind still mints, with the RSA
+    /// signature its hash says, and is served.
+    @Test func anRSAProxyCASignsEveryKind() throws {
+        let authority = try CertificateAuthority.generate(keyType: .rsa, hostName: "challenge-rsa")
+        let contexts = try ChallengeTLSContexts(certificates: try ChallengeCertificates(authority: authority))
+        for kind in ChallengeKind.allCases {
+            let leaf = try contexts.certificates.leaf(for: Self.host, kind: kind)
+            let expected: String
+            switch kind {
+            case .selfSigned: expected = "ecdsa-with-SHA256"
+            case .untrustedCA: expected = "ecdsa-with-SHA256"
+            case .sha1Signature: expected = "sha1WithRSAEncryption"
+            case .wrongHost, .expired, .notYetValid, .rsa1024, .noSAN, .overlongValidity, .tls10Only, .tls11Only,
+                .staticRSAOnly:
+                expected = "sha256WithRSAEncryption"
+            }
+            #expect(leaf.certificate.signatureAlgorithmName == expected, "\(kind)")
+            let client = try TLSContext(role: .client)
+            client.setSecurityLevel(0)
+            try client.setVersions(minimum: .tls10, maximum: .tls13)
+            try client.setCipherList("ALL:@SECLEVEL=0")
+            let engine = try TLSConnection(context: client, serverName: Self.host)
+            let result = pumpHandshake(
+                client: engine, server: try contexts.makeConnection(connectHost: Self.host, kind: kind))
+            #expect(result.client == nil && result.server == nil, "\(kind): \(String(describing: result))")
+            #expect(engine.peerCertificates.first?.sha256Fingerprint == leaf.certificate.sha256Fingerprint)
+        }
     }
 
     @Test func nothingIsSharedWithTheProxysNormalLeaves() throws {

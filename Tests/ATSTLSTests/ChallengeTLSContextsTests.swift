@@ -61,6 +61,20 @@ struct ChallengeTLSContextsTests {
         #expect(client.negotiatedVersion == .tls12)
     }
 
+    /// Why the sha1 and rsa1024 contexts run at a lower security level: one level higher, OpenSSL
+    /// refuses to install the leaf and the servername callback ends the handshake (internal_error).
+    @Test(arguments: zip([ChallengeKind.sha1Signature, .rsa1024], [1, 2]))
+    func openSSLWillNotServeTheWeakLeavesOneLevelHigher(_ kind: ChallengeKind, level: Int) throws {
+        let context = try TLSContext(role: .server)
+        context.setSecurityLevel(level)
+        try context.setVersions(minimum: .tls12, maximum: .tls13)
+        try context.setCipherList(ChallengeTLSContexts.certificateKindCiphers)
+        context.setSNIProvider(ChallengeLeafProvider(kind: kind, certificates: Self.contexts.certificates))
+        let server = try TLSConnection(context: context, serverName: nil, fallbackServerName: Self.host)
+        let result = pumpHandshake(client: try Self.permissiveClient(), server: server)
+        #expect(result.client?.reason == .receivedAlert(80), "\(String(describing: result))")
+    }
+
     @Test func withoutSNITheConnectHostNamesTheLeaf() throws {
         let client = try Self.permissiveClient(serverName: nil)
         let server = try Self.contexts.makeConnection(connectHost: "192.0.2.9", kind: .expired)
