@@ -41,7 +41,8 @@ public final class ChallengeTLSContexts: Sendable {
     /// - Parameters:
     ///   - certificates: mints the leaves (holds the proxy's CA).
     ///   - alpn: the ALPN choice, as for `ServerTLSContext` (a challenge that the client accepts
-    ///     should look like the normal server up to the certificate).
+    ///     should look like the normal server up to the certificate). The handshake kinds never
+    ///     choose h2, which their versions and suites do not allow.
     ///   - keyLog: where the handshakes' secrets go (`--keylog`); nil for none.
     public init(
         certificates: ChallengeCertificates,
@@ -53,7 +54,13 @@ public final class ChallengeTLSContexts: Sendable {
             let context = try TLSContext(role: .server)
             try Self.configure(context, for: kind)
             context.setSNIProvider(ChallengeLeafProvider(kind: kind, certificates: certificates))
-            context.setALPNSelector(alpn)
+            switch kind.category {
+            case .certificate: context.setALPNSelector(alpn)
+            case .handshake:
+                // HTTP/2 forbids TLS below 1.2 and RSA key exchange (RFC 9113 §9.2): a client offered h2
+                // there may give up after the handshake, which would pass for a refusal.
+                context.setALPNSelector { offered in alpn(offered.filter { $0 != "h2" }) }
+            }
             if let keyLog { context.logKeys(to: keyLog) }
             contexts[kind] = context
         }
