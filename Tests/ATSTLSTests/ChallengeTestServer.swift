@@ -1,0 +1,196 @@
+import ATSTLS
+import ATSTestSupport
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A loopback HTTPS server on 127.0.0.1, port 0, that serves each connection like the proxy's client
+/// side would for the assignment `assign` gives it (a fixed one, or a `ChallengeRotation`'s): a normal leaf (answering `200 ok`) or a challenge (answering a
+/// request that comes through it with `502`, as the proxy does for a finding). It follows each
+/// challenged connection with a `ChallengeProbe` and keeps the outcomes.
+///
+/// One connection at a time, on its own thread; it stops on `stop()` or after `idleLimit` seconds
+/// without a connection, so a failed test never leaves it running.
+final class ChallengeTestServer: Sendable {
+    let port: UInt16
+    let host: String
+    private let listener: Int32
+    private let assign: @Sendable () -> ChallengeAssignment
+    private let contexts: ChallengeTLSContexts
+    private let normal: ServerTLSContext
+    private let stopped = Atomic<Bool>(false)
+    private let idleLimit: TimeInterval
+    private let recorded = Mutex<(outcomes: [ChallengeOutcome], normalRequests: Int, connections: Int)>(([], 0, 0))
+
+    convenience init(
+        _ assignment: ChallengeAssignment, host: String, contexts: ChallengeTLSContexts, normal: ServerTLSContext
+    ) throws {
+        try self.init(host: host, contexts: contexts, normal: normal) { assignment }
+    }
+
+    init(
+        host: String, contexts: ChallengeTLSContexts, normal: ServerTLSContext, idleLimit: TimeInterval = 30,
+        assign: @escaping @Sendable () -> ChallengeAssignment
+    ) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TransportFailure.other("socket failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard bound else {
+            close(fd)
+            throw TransportFailure.other("bind failed")
+        }
+        port = UInt16(bigEndian: address.sin_port)
+        listener = fd
+        self.host = host
+        self.assign = assign
+        self.contexts = contexts
+        self.normal = normal
+        self.idleLimit = idleLimit
+        let thread = Thread { [self] in self.run() }
+        thread.start()
+    }
+
+    func stop() { stopped.store(true, ordering: .relaxed) }
+
+    /// The outcomes of the challenged connections so far.
+    var outcomes: [ChallengeOutcome] { recorded.withLock { $0.outcomes } }
+    /// Requests answered on normal connections so far.
+    var normalRequests: Int { recorded.withLock { $0.normalRequests } }
+
+    /// Waits up to `seconds` until `count` connections have been dealt with; true when they were.
+    func waitForConnections(_ count: Int, seconds: TimeInterval = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if recorded.withLock({ $0.connections }) >= count { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    private func run() {
+        var idleSince = Date()
+        while !stopped.load(ordering: .relaxed) && Date().timeIntervalSince(idleSince) < idleLimit {
+            var descriptor = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 50) > 0 else { continue }
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { continue }
+            idleSince = Date()
+            serve(TestSocketStream(fd: client, timeout: 5))
+            recorded.withLock { $0.connections += 1 }
+        }
+        close(listener)
+    }
+
+    private func serve(_ stream: TestSocketStream) {
+        let engine: TLSConnection
+        var probe: ChallengeProbe?
+        do {
+            switch assign() {
+            case .normal:
+                engine = try normal.makeConnection(connectHost: host)
+            case .challenge(let kind):
+                engine = try contexts.makeConnection(connectHost: host, kind: kind)
+                probe = ChallengeProbe(host: host, kind: kind)
+            }
+        } catch {
+            return
+        }
+        if let failure = HandshakePump.run(engine, over: stream) {
+            if var refused = probe {
+                switch failure {
+                case .handshake(let tls): record(refused.handshakeFailed(tls))
+                case .transport: record(refused.clientClosed())
+                }
+            }
+            return
+        }
+        probe?.handshakeCompleted()
+        let layer = TLSLayer(engine)
+        var inbound = layer.decrypt([])
+        while true {
+            if !inbound.plaintext.isEmpty {
+                let response: String
+                if var accepted = probe {
+                    record(accepted.requestReceived())
+                    probe = accepted
+                    response = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                } else {
+                    recorded.withLock { $0.normalRequests += 1 }
+                    response = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                }
+                _ = layer.seal(Array(response.utf8))
+                layer.close()
+                try? stream.send(layer.takeRecords())
+                stream.drainUntilClosed(seconds: 3)
+                return
+            }
+            if inbound.end != nil {
+                if var closed = probe { record(closed.clientClosed()) }
+                return
+            }
+            let records = layer.takeRecords()
+            if !records.isEmpty { try? stream.send(records) }
+            do {
+                let bytes = try stream.receive()
+                if bytes.isEmpty { layer.receiveEnd() }
+                inbound = layer.decrypt(bytes)
+            } catch {
+                layer.receiveEnd()
+                inbound = layer.decrypt([])
+            }
+        }
+    }
+
+    private func record(_ outcome: ChallengeOutcome) {
+        recorded.withLock { $0.outcomes.append(outcome) }
+    }
+}
+
+/// Runs a client program to completion (killed after `timeout` seconds), its output captured in
+/// files, with no proxy variables in its environment.
+enum ChallengeClientRun {
+    struct Result: CustomStringConvertible {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+        var description: String { "exit \(status), stdout: \(stdout), stderr: \(stderr)" }
+    }
+
+    static func run(_ executable: String, _ arguments: [String], timeout: TimeInterval = 20) throws -> Result {
+        let directory = try TemporaryDirectory("challenge-client")
+        let outPath = directory.file("out")
+        let errPath = directory.file("err")
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.lowercased().hasSuffix("_proxy") }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle(forWritingAtPath: outPath)
+        process.standardError = FileHandle(forWritingAtPath: errPath)
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        process.waitUntilExit()
+        let text = { (path: String) in
+            String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self)
+        }
+        return Result(status: process.terminationStatus, stdout: text(outPath), stderr: text(errPath))
+    }
+}
