@@ -10,7 +10,7 @@ import PackageDescription
 /// - ATSReport: report.json/html, JUnit, minimal Info.plist dictionary → ATSProxyCore, ATSPolicy;
 /// - ATSDiagnose: the `diagnose` matrix (nscurl --ats-diagnostics) → ATSTLS, ATSPolicy;
 /// - ATSAppTrust: AFNetworking's AFSecurityPolicy emulated on real and interception chains (--af-policy) → ATSTLS, ATSPolicy;
-/// - ATSProxyCore: the sans-io proxy (no sockets, no files) → ATSPolicy, ATSTLS, ATSHTTP2;
+/// - ATSProxyCore: the sans-io proxy (no sockets, no files) → ATSPolicy, ATSTLS, ATSHTTP2, ATSAppTrust;
 /// - ATSTLS: the only OpenSSL user → ATSPolicy, COpenSSL, COpenSSLShims;
 /// - ATSHTTP2: the only nghttp2 user → CNGHTTP2;
 /// - ATSPolicy: pure Swift ATS model and evaluator (no C);
@@ -60,7 +60,8 @@ let package = Package(
         ),
         .target(name: "ATSTLS", dependencies: ["ATSPolicy", "COpenSSL", "COpenSSLShims"], swiftSettings: hotPath),
         .target(name: "ATSHTTP2", dependencies: ["CNGHTTP2"], swiftSettings: hotPath),
-        .target(name: "ATSProxyCore", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2"], swiftSettings: hotPath),
+        .target(
+            name: "ATSProxyCore", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSAppTrust"], swiftSettings: hotPath),
         .target(name: "ATSReport", dependencies: ["ATSPolicy", "ATSProxyCore"]),
         .target(name: "ATSDiagnose", dependencies: ["ATSPolicy", "ATSTLS"]),
         .target(name: "ATSAppTrust", dependencies: ["ATSPolicy", "ATSTLS"]),

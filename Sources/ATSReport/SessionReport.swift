@@ -462,7 +462,8 @@ extension SessionReport {
             switch record.result {
             case .completed: allowed += 1
             case .blockedCleartext: blocked += 1
-            case .failed, .clientUntrustedCA: failed += 1
+            case .failed, .clientUntrustedCA, .challengeAccepted: failed += 1
+            case .challengeRefused: break
             case .reported: reported += 1
             }
             if classification.kind == .violation { violations += 1 }

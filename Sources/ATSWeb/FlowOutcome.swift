@@ -26,6 +26,8 @@ public enum FlowOutcome: String, Sendable, Codable, CaseIterable {
         case .reported: self = .reported
         case .failed: self = Self.isATSFailure(record) ? .blocked : .failed
         case .clientUntrustedCA: self = .failed  // A set-up failure of the client, not an ATS verdict.
+        // `--challenge`: the forged server was refused (nothing loaded) or accepted and answered 502.
+        case .challengeRefused, .challengeAccepted: self = .failed
         }
     }
 

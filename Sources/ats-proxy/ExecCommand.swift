@@ -68,6 +68,8 @@ struct ExecCommand: ParsableCommand {
 
     /// Exit status when the client refused the proxy's certificate.
     static let clientUntrustedStatus: Int32 = 4
+    /// Exit status when the client accepted a forged server of `--challenge` (its trust evaluation is off).
+    static let challengeFindingStatus: Int32 = 5
 
     mutating func validate() throws {
         // Everything after `exec` is captured for the command, so help must be caught here.

@@ -3,7 +3,8 @@ import Foundation
 
 /// How an `exec` run ends: its closing lines and exit status, from the session's counts and the command's
 /// status. A client that refused the proxy's certificate is a set-up failure (status 4, its own line),
-/// checked before ATS violations (status 3), which only turn a successful command into a failure.
+/// checked first; then a client that accepted a forged server of `--challenge` (status 5: its own trust evaluation is
+/// off, whatever ATS says); then ATS violations (status 3), which only turn a successful command into a failure.
 struct ExecOutcome {
     let stats: SessionStats.Snapshot
     let commandStatus: Int32
@@ -15,6 +16,7 @@ struct ExecOutcome {
     /// The exit status of `ats-proxy exec`.
     var status: Int32 {
         if stats.clientUntrustedCA > 0 { return ExecCommand.clientUntrustedStatus }
+        if stats.challengeFindings > 0 { return ExecCommand.challengeFindingStatus }
         if commandStatus == 0 && stats.violations > 0 && !allowViolations { return 3 }
         return commandStatus
     }
@@ -31,6 +33,10 @@ struct ExecOutcome {
             )
             lines.append(
                 "\(summary); exiting \(ExecCommand.clientUntrustedStatus) (a set-up failure, not an ATS verdict)")
+        } else if status == ExecCommand.challengeFindingStatus {
+            lines.append(
+                "\(summary), \(stats.challengeFindings) forged server(s) accepted (--challenge); exiting \(ExecCommand.challengeFindingStatus): the app's trust evaluation accepts servers it must refuse"
+            )
         } else if status == 3 {
             lines.append("\(summary); exiting 3 (use --allow-violations to keep the command's status)")
         } else {

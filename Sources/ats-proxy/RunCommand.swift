@@ -1,3 +1,4 @@
+import ATSAppTrust
 import ATSPolicy
 import ATSProxyCore
 import ATSProxyIO
@@ -52,6 +53,27 @@ struct ProxyOptions: ParsableArguments {
 
     @Flag(name: .long, help: "Intercept NSPinnedDomains hosts too (default: tunnel them after a probe).")
     var interceptPinned = false
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Test the app's own trust evaluation: present deliberately unacceptable TLS on some connections to hosts matching HOST_PATTERN (a regular expression for the whole host) and record whether the client goes on (repeatable). KINDS: wrong-host, self-signed, untrusted-ca, expired, not-yet-valid, sha1, rsa1024, no-san, overlong-validity, tls1.0, tls1.1, static-rsa, or all (default), certificates, handshakes.",
+            valueName: "HOST_PATTERN[=KIND,…]"))
+    var challenge: [String] = []
+
+    @Option(
+        name: .long,
+        help:
+            "With --challenge: one connection in N to a challenged host is challenged, the others get the normal leaf (1 = every connection)."
+    )
+    var challengeEvery = ChallengeRotation.defaultEvery
+
+    @Option(
+        name: .customLong("af-policy"),
+        help: ArgumentHelp(
+            "The app's AFNetworking AFSecurityPolicy for matching hosts: every new upstream chain of such a host is judged as AFNetworking would judge it, and so is the chain the proxy presents instead (repeatable).",
+            valueName: "HOST_PATTERN=MODE[,pins=DIR][,allow-invalid][,no-domain-check]"))
+    var afPolicy: [String] = []
 
     @Option(
         name: .long,
@@ -165,6 +187,50 @@ struct ProxyOptions: ParsableArguments {
         }
         guard upstreamIdleTimeout >= 0 else { throw ValidationError("--upstream-idle-timeout must not be negative") }
         _ = try makeHostFilter()
+        _ = try makeChallengeRotation()
+        _ = try makePinningPolicies()
+    }
+
+    /// The rotation of `--challenge` and `--challenge-every` (nil without `--challenge`).
+    func makeChallengeRotation() throws -> ChallengeRotation? {
+        guard !challenge.isEmpty else { return nil }
+        do {
+            let every = try ChallengeSpec.parseEvery(String(challengeEvery))
+            return ChallengeRotation(specs: try challenge.map { try ChallengeSpec(parsing: $0) }, every: every)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    /// The policies of `--af-policy`, with their pins loaded.
+    func makePinningPolicies() throws -> [AFPolicySpec] {
+        do {
+            return try afPolicy.map { try AFPolicySpec(parsing: $0) }
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    /// What `--challenge` and `--af-policy` need while the proxy runs (nil when neither is given).
+    func makeAppTrust(
+        authority: CertificateAuthority, leaves: LeafCertificateCache, keyLog: TLSKeyLog?
+    ) throws -> AppTrustServices? {
+        let rotation = try makeChallengeRotation()
+        let policies = try makePinningPolicies()
+        guard rotation != nil || !policies.isEmpty else { return nil }
+        // Challenged connections offer http/1.1 only: the request that makes a finding is read by the session
+        // itself, whatever protocol the client prefers.
+        let contexts = try rotation.map { _ in
+            try ChallengeTLSContexts(
+                certificates: try ChallengeCertificates(authority: authority),
+                alpn: ServerTLSContext.preferring(["http/1.1"]), keyLog: keyLog)
+        }
+        return AppTrustServices(
+            challenges: rotation, challengeContexts: contexts, pinningPolicies: policies,
+            realTrust: try TrustStore(systemRoots: true, extraAnchorFiles: upstreamCa),
+            interceptionTrust: try TrustStore(
+                systemRoots: true, extraAnchorFiles: upstreamCa, extraAnchors: [authority.certificate]),
+            leaves: leaves)
     }
 
     /// The host filter of `--ignore-hosts`, `--allow-hosts` and `--ignore-background`.
@@ -251,7 +317,8 @@ struct ProxyOptions: ParsableArguments {
         }
         let services = ProxyServices(
             policy: PolicyStore(snapshot), settings: settings, serverTLS: serverTLS, upstreamTLS: upstreamTLS,
-            processID: Int(getpid()), onboarding: onboarding)
+            processID: Int(getpid()), onboarding: onboarding,
+            appTrust: try makeAppTrust(authority: authority, leaves: leaves, keyLog: observation?.keyLog))
         var resolverOverrides = ResolverOverrides()
         for entry in resolve { try resolverOverrides.addResolve(entry) }
         for file in hostsFile { try resolverOverrides.addHostsFile(path: file) }
@@ -429,12 +496,17 @@ struct ProxyOptions: ParsableArguments {
                     stats, reportDirectory: launched.reportDirectory,
                     ignored: launched.services.settings.hostFilter.ignored)
                 // As for exec: a client that refused the proxy CA (4) makes the verdicts untrustworthy, and wins
-                // over violations (3).
+                // over a client that accepted a forged server (5), which wins over violations (3).
                 var status: Int32 = 0
                 if failOnViolations && stats.clientUntrustedCA > 0 {
                     status = 4
                     lines.append(
                         "ats-proxy: exiting 4: \(SessionStats.clientUntrustedCALine) (--fail-on-violations)")
+                } else if failOnViolations && stats.challengeFindings > 0 {
+                    status = ExecCommand.challengeFindingStatus
+                    lines.append(
+                        "ats-proxy: exiting \(ExecCommand.challengeFindingStatus): the client accepted \(stats.challengeFindings) forged server(s) (--challenge, --fail-on-violations)"
+                    )
                 } else if failOnViolations && stats.violations > 0 {
                     status = 3
                     lines.append("ats-proxy: exiting 3: ATS violations were seen (--fail-on-violations)")

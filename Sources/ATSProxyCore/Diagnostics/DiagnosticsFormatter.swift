@@ -74,7 +74,19 @@ public struct DiagnosticsFormatter: Sendable {
         let retry =
             record.retriedOnNewConnection == true ? " (sent again on another connection)" : ""
         lines.append("ats-proxy: \(record.method) \(record.url) → \(explanationLine(record))\(retry)")
+        if let pinning = record.appTrust?.pinning { lines.append(Self.pinningLine(pinning, host: record.host)) }
         return lines
+    }
+
+    /// `--af-policy`'s verdicts for a connection's chains, in one line.
+    static func pinningLine(_ pinning: AppTrustRecord.Pinning, host: String) -> String {
+        func word(_ verdict: AppTrustRecord.Verdict) -> String { verdict.accepted ? "ACCEPT" : "REFUSE" }
+        var line =
+            "ats-proxy: app pinning for \(host) (scenario \(pinning.scenario)): real chain \(word(pinning.realChain)), "
+            + "interception chain \(word(pinning.interceptionChain))"
+        if !pinning.realChain.accepted { line += "; real chain: \(pinning.realChain.meaning)" }
+        if !pinning.interceptionChain.accepted { line += "; interception chain: \(pinning.interceptionChain.meaning)" }
+        return line
     }
 
     /// One JSON object (a single line) for one finished request.
@@ -108,6 +120,10 @@ public struct DiagnosticsFormatter: Sendable {
         case .blockedCleartext: return "blocked -1022: \(record.rule)" + (record.fix.map { "; fix: \($0)" } ?? "")
         case .clientUntrustedCA:
             return "\(SessionStats.clientUntrustedCALine): \(record.rule)" + (record.fix.map { "; fix: \($0)" } ?? "")
+        case .challengeRefused:
+            return "challenge \(record.appTrust?.challenge ?? "?") refused (pass): \(record.rule)"
+        case .challengeAccepted:
+            return "challenge \(record.appTrust?.challenge ?? "?") ACCEPTED (finding; answered 502): \(record.rule)"
         case .failed, .reported:
             let code = record.errorCode.map { "\($0)" } ?? "?"
             let pair = record.streamError.map { " [\($0)]" } ?? ""

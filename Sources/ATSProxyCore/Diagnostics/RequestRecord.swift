@@ -23,6 +23,12 @@ public struct RequestRecord: Sendable, Codable {
         /// The client refused the proxy's certificate in the TLS handshake: the proxy CA is not trusted where the
         /// client looks for trust anchors. A set-up failure of the test environment, not an ATS verdict.
         case clientUntrustedCA = "client-untrusted-ca"
+        /// `--challenge`: the client refused the deliberately unacceptable TLS the proxy presented (the handshake
+        /// failed, or it closed without a request): the expected result, a pass for that kind.
+        case challengeRefused = "challenge-refused"
+        /// `--challenge`: the client completed a handshake it should have refused and sent a request through it
+        /// (answered 502, never forwarded): its trust evaluation is disabled or overridden. A finding.
+        case challengeAccepted = "challenge-accepted"
     }
 
     /// The fields, stored once and shared by every copy. Read and set them on the record itself
@@ -69,6 +75,8 @@ public struct RequestRecord: Sendable, Codable {
         /// carried the request: the origin, or the `--upstream-proxy` when there is one (as browsers report it).
         /// Nil when the request reached no upstream (answered locally, blocked, the connection failed).
         public var serverAddress: String?
+        /// The app's own trust decisions for this connection (`--challenge`, `--af-policy`); nil otherwise.
+        public var appTrust: AppTrustRecord?
     }
 
     /// Milliseconds from the request's start to the end of each phase; nil for a phase that did not
@@ -149,7 +157,7 @@ public struct RequestRecord: Sendable, Codable {
         requestHeaders: [HeaderField] = [], responseHeaders: [HeaderField] = [], bytesFromClient: Int = 0,
         bytesToClient: Int = 0, durationMilliseconds: Double = 0, consoleLines: [String] = [],
         retriedOnNewConnection: Bool? = nil, timings: Timings? = nil, bodies: Bodies? = nil,
-        serverAddress: String? = nil
+        serverAddress: String? = nil, appTrust: AppTrustRecord? = nil
     ) {
         storage = Storage(
             Fields(
@@ -160,7 +168,7 @@ public struct RequestRecord: Sendable, Codable {
                 responseHeaders: responseHeaders, bytesFromClient: bytesFromClient, bytesToClient: bytesToClient,
                 durationMilliseconds: durationMilliseconds, consoleLines: consoleLines,
                 retriedOnNewConnection: retriedOnNewConnection, timings: timings, bodies: bodies,
-                serverAddress: serverAddress))
+                serverAddress: serverAddress, appTrust: appTrust))
     }
 }
 

@@ -18,11 +18,16 @@ public final class SessionStats: Sendable {
         /// TLS handshakes the client refused because it does not trust the proxy's CA: a set-up failure of the
         /// test environment, counted apart from ATS violations and from blocked loads.
         public var clientUntrustedCA = 0
+        /// `--challenge`: forged servers the client refused (passes) and accepted (findings); neither is an ATS
+        /// violation.
+        public var challengePasses = 0
+        public var challengeFindings = 0
 
         /// `requests 12  blocked 3  hosts 4  violations 3`.
         public var line: String {
             "ats-proxy: requests \(requests)  blocked \(blocked)  hosts \(hosts)  violations \(violations)"
                 + (clientUntrustedCA > 0 ? "  untrusted-CA \(clientUntrustedCA)" : "")
+                + (challengeFindings > 0 ? "  challenge-findings \(challengeFindings)" : "")
         }
     }
 
@@ -50,6 +55,12 @@ public final class SessionStats: Sendable {
                 violation = true
             case .clientUntrustedCA:
                 state.snapshot.clientUntrustedCA += 1
+                violation = false
+            case .challengeRefused:
+                state.snapshot.challengePasses += 1
+                violation = false
+            case .challengeAccepted:
+                state.snapshot.challengeFindings += 1
                 violation = false
             }
             if violation {
@@ -79,6 +90,11 @@ public final class SessionStats: Sendable {
             lines.append(
                 "  \(snapshot.clientUntrustedCA) TLS handshakes refused by the client: \(clientUntrustedCALine) (not counted as violations)"
             )
+        }
+        if snapshot.challengePasses + snapshot.challengeFindings > 0 {
+            lines.append(
+                "  challenges (--challenge): \(snapshot.challengeFindings) forged server(s) accepted by the client (findings), "
+                    + "\(snapshot.challengePasses) refused (passes)")
         }
         if ignored.connections > 0 {
             lines.append(

@@ -69,6 +69,8 @@ final class Exchange {
     var authenticatesConnection = false
     /// When the upstream phases ended (reported only with `ProxySettings.detailedRecords`).
     var timings = PhaseTimes()
+    /// `--af-policy`'s verdicts for the upstream connection this exchange opened (nil otherwise).
+    var appTrust: AppTrustRecord?
     /// The first bytes of each body (`ProxySettings.captureBodyLimit`; empty otherwise).
     var bodies = CapturedBodies()
 

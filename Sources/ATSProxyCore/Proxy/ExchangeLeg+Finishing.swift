@@ -64,7 +64,7 @@ extension ExchangeLeg {
             timings: services.settings.detailedRecords ? exchange.timings.record(since: exchange.start) : nil,
             bodies: exchange.bodies.record,
             // Only a request that went upstream has a server (a blocked or local one may follow one that did).
-            serverAddress: exchange.upstreamKey == nil ? nil : upstreamAddress)
+            serverAddress: exchange.upstreamKey == nil ? nil : upstreamAddress, appTrust: exchange.appTrust)
         commands.append(.log(record))
     }
 
@@ -78,7 +78,7 @@ extension ExchangeLeg {
             case .completed, .reported:
                 exchange.result = .failed
                 exchange.rule = "the connection was closed before the exchange was complete"
-            case .blockedCleartext, .failed, .clientUntrustedCA:
+            case .blockedCleartext, .failed, .clientUntrustedCA, .challengeRefused, .challengeAccepted:
                 break
             }
             logExchange()

@@ -98,6 +98,13 @@ extension ExchangeLeg {
                 summary, requirements: requirements, url: exchange?.url ?? "", host: key.host)
             exchange?.tls = Self.tlsFacts(summary, detailed: services.settings.detailedRecords)
             exchange?.timings.secured = now
+            if let appTrust = services.appTrust, !appTrust.pinningPolicies.isEmpty, !summary.resumedSession,
+                let pinning = appTrust.pinning(host: key.host, realChain: tls.peerCertificates, at: now)
+            {
+                // `--af-policy`: would the app accept this chain, and the one the proxy shows it instead? (A resumed
+                // session sends no chain; its full handshake was evaluated.)
+                exchange?.appTrust = AppTrustRecord(pinning: pinning)
+            }
             if verdict.isBlocked {
                 let policy = exchange?.policy ?? services.policy.snapshot
                 let verdict = verdict.withFix(url: exchange?.url ?? "", evaluator: policy.evaluator)

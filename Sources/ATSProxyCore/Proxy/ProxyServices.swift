@@ -14,12 +14,15 @@ public final class ProxyServices: Sendable {
     public let processID: Int
     /// The CA onboarding pages (nil: requests to the proxy itself get a short status text).
     public let onboarding: OnboardingSite?
+    /// `--challenge` and `--af-policy` (nil: neither given).
+    public let appTrust: AppTrustServices?
 
     public init(
         policy: PolicyStore, settings: ProxySettings, serverTLS: ServerTLSContext, upstreamTLS: UpstreamTLSClient,
-        processID: Int, onboarding: OnboardingSite? = nil
+        processID: Int, onboarding: OnboardingSite? = nil, appTrust: AppTrustServices? = nil
     ) {
         self.onboarding = onboarding
+        self.appTrust = appTrust
         self.policy = policy
         self.settings = settings
         self.serverTLS = serverTLS

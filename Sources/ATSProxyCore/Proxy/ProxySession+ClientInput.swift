@@ -41,14 +41,21 @@ extension ProxySession {
         case .needsInput:
             break
         case .complete:
-            if tls.negotiatedALPN == "h2" {
+            challenge?.handshakeCompleted()
+            // A challenged connection is never handed to HTTP/2 (its contexts offer http/1.1 only): its finding is a
+            // request the session reads itself.
+            if tls.negotiatedALPN == "h2" && challenge == nil {
                 startHTTP2()
             } else {
                 phase = .http
             }
             drainClientTLS(tls, [])
         case .failed(let failure):
-            logClientHandshakeFailure(failure)
+            if challenge != nil {
+                challengeHandshakeFailed(failure)
+            } else {
+                logClientHandshakeFailure(failure)
+            }
             close()
         }
     }

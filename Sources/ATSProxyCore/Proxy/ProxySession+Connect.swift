@@ -71,7 +71,7 @@ extension ProxySession {
             return
         }
         do {
-            clientTLS = try services.serverTLS.makeConnection(connectHost: host)
+            clientTLS = try clientEngine(forConnectTo: host)
         } catch {
             answerLocally(status: 500, reason: "Internal Server Error", body: "ats-proxy: \(error)\n", keepAlive: false)
             close()

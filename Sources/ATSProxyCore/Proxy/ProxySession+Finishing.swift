@@ -97,6 +97,7 @@ extension ProxySession {
     /// client's TLS ends with close_notify after everything written so far, the timer stops. Once only.
     mutating func close() {
         if case .closed = phase { return }
+        challengeConnectionEnded()
         phase = .closed
         leg.shutDown()
         leg.signals = []

@@ -16,6 +16,10 @@ extension ProxySession {
             return
         }
         requestCount += 1
+        if challenge != nil, inTunnel {
+            // The client accepted the forged server this connection presented.
+            return challengeAccepted(head)
+        }
         let clientKeepAlive = HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
         if case .intercepted(let tunnel) = role {
             switch TunnelRequestCheck.check(head, host: tunnel.host, port: tunnel.port) {

@@ -53,6 +53,8 @@ public struct ProxySession {
     var headerTimerRunning = false
     /// Set by `drain`: close as soon as the current exchange ends.
     var draining = false
+    /// `--challenge`: what the client does with the forged TLS this connection presents (nil: a normal one).
+    var challenge: ChallengeProbe?
 
     public init(services: ProxyServices, clientAddress: String, connectionNumber: Int) {
         self.services = services

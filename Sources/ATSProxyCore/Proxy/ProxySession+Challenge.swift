@@ -1,0 +1,73 @@
+import ATSPolicy
+import ATSTLS
+import Foundation
+
+/// `--challenge`: a CONNECT the rotation picks is intercepted with deliberately unacceptable TLS instead of the
+/// proxy's normal leaf, and the connection's `ChallengeProbe` decides what the client did with it: a refused
+/// handshake (or a close before any request) is a pass; a request through it is a finding, answered 502 and never
+/// forwarded. Each challenged connection gets one record, a pass or the finding.
+extension ProxySession {
+    /// The client-side engine for an intercepted CONNECT to `host`: a challenge's when the rotation picks this
+    /// connection (`challenge` is set), the normal minted leaf's otherwise.
+    mutating func clientEngine(forConnectTo host: String) throws -> TLSConnection {
+        if let appTrust = services.appTrust, let challenged = try appTrust.challenge(host: host) {
+            challenge = ChallengeProbe(host: host, kind: challenged.kind)
+            return challenged.engine
+        }
+        return try services.serverTLS.makeConnection(connectHost: host)
+    }
+
+    /// The client refused the challenged handshake: the pass is recorded.
+    mutating func challengeHandshakeFailed(_ failure: TLSFailure) {
+        guard var probe = challenge else { return }
+        let outcome = probe.handshakeFailed(failure)
+        challenge = probe
+        logChallenge(outcome, request: nil, bytesToClient: 0)
+    }
+
+    /// A request arrived through the challenged connection: the finding is recorded and answered with 502, and
+    /// the connection closes (nothing of it reaches an origin).
+    mutating func challengeAccepted(_ head: HTTPRequestHead) {
+        guard var probe = challenge else { return }
+        let outcome = probe.requestReceived()
+        challenge = probe
+        let body =
+            "ats-proxy: challenge \(outcome.kind) (--challenge): this connection presented \(outcome.kind.presents) and the client accepted it; the request was not forwarded. \(outcome.meaning)\n"
+        logChallenge(outcome, request: head, bytesToClient: body.utf8.count)
+        answerLocally(status: 502, reason: "Bad Gateway", body: body, keepAlive: false)
+    }
+
+    /// The connection ends before any verdict (a close during the handshake or before a request): a pass.
+    mutating func challengeConnectionEnded() {
+        guard var probe = challenge, probe.outcome == nil else { return }
+        let outcome = probe.clientClosed()
+        challenge = probe
+        logChallenge(outcome, request: nil, bytesToClient: 0)
+    }
+
+    /// The one record of a challenged connection. A pass is the CONNECT's (numbered like a refused handshake's);
+    /// a finding is the request's.
+    mutating func logChallenge(_ outcome: ChallengeOutcome, request head: HTTPRequestHead?, bytesToClient: Int) {
+        guard let tunnel = role.tunnel else { return }
+        let appTrust = AppTrustRecord(challenge: outcome.kind.rawValue, challengeMeaning: outcome.meaning)
+        let record: RequestRecord
+        if let head {
+            var path = ""
+            if case .origin(let origin) = head.target { path = origin }
+            record = RequestRecord(
+                time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount),
+                method: head.method,
+                url: tunnel.url(path: path.isEmpty ? "/" : path), host: tunnel.host, httpProtocol: "http/1.1",
+                source: leg.requestSource(head), result: .challengeAccepted, atsRequired: false, ruleChain: [],
+                rule: outcome.meaning, status: 502, requestHeaders: head.headers.fields, bytesToClient: bytesToClient,
+                appTrust: appTrust)
+        } else {
+            record = RequestRecord(
+                time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount + 1),
+                method: "CONNECT", url: "https://\(RequestTarget.uriHost(tunnel.host)):\(tunnel.port)/",
+                host: tunnel.host, httpProtocol: "http/1.1", source: .urlsession, result: .challengeRefused,
+                atsRequired: false, ruleChain: [], rule: outcome.meaning, appTrust: appTrust)
+        }
+        leg.commands.append(.log(record))
+    }
+}
