@@ -222,3 +222,12 @@ extension ExchangeLeg.Signal {
         }
     }
 }
+
+extension ExchangeLeg {
+    /// The signals raised so far, taken (as an owner takes them, one by one).
+    mutating func takeSignals() -> [Signal] {
+        var taken: [Signal] = []
+        while !signals.isEmpty { taken.append(signals.removeFirst()) }
+        return taken
+    }
+}

@@ -168,12 +168,4 @@ struct ExchangeLeg {
             preconditionFailure("ExchangeLeg: \(event) is not an event of the upstream")
         }
     }
-
-    /// Takes the signals raised since the last call.
-    mutating func takeSignals() -> [Signal] {
-        guard !signals.isEmpty else { return [] }
-        let taken = signals
-        signals = []
-        return taken
-    }
 }

@@ -86,6 +86,8 @@ final class HTTP2Frontend {
     /// Lanes whose upstream is not taking bytes: their streams' request DATA is not acknowledged meanwhile.
     var backedUpLanes: Set<Int32> = []
     var nextLane: Int32 = 1
+    /// An empty command list with capacity, exchanged with a leg's on every call (`withLeg`).
+    var spareCommands: [ProxyCommand] = []
     var requestCount: Int
     var goingAway = false
     var failed = false
@@ -425,11 +427,16 @@ final class HTTP2Frontend {
         lanes[lane]!.now = now
         body(&lanes[lane]!)
         lanes[lane]!.updateOwnTimer()
+        // The leg's list is swapped for the spare one (empty, with capacity), and becomes the spare once carried
+        // out: no list is allocated per call.
         var commands: [ProxyCommand] = []
+        swap(&commands, &spareCommands)
         swap(&commands, &lanes[lane]!.commands)
-        let signals = lanes[lane]!.takeSignals()
         translate(lane: lane, commands)
-        for signal in signals where lanes[lane] != nil {
+        commands.removeAll(keepingCapacity: true)
+        swap(&commands, &spareCommands)
+        while lanes[lane] != nil, !lanes[lane]!.signals.isEmpty {
+            let signal = lanes[lane]!.signals.removeFirst()
             switch signal {
             case .finished(let keepAlive):
                 // The stream's response is complete; `streamGone` decides whether the leg waits for another, unless

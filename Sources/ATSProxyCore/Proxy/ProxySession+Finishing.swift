@@ -7,31 +7,35 @@ import Foundation
 extension ProxySession {
     // MARK: - Signals of the leg
 
-    /// Does what the leg asked for during the last call, in order.
+    /// Does what the leg asked for during the last call, in order. Re-entrant: a signal's handling may call the
+    /// leg again (the next pipelined request), and a nested call takes the signals that raised from the front.
+    /// Taken one by one, the list keeps its storage from request to request.
     mutating func handleSignals() {
         while !leg.signals.isEmpty {
-            for signal in leg.takeSignals() {
-                if case .closed = phase { return }
-                switch signal {
-                case .finished(let keepAlive):
-                    if !keepAlive || draining {
-                        close()
-                    } else {
-                        resumeParserIfIdle()
-                    }
-                case .closeClient:
+            let signal = leg.signals.removeFirst()
+            if case .closed = phase {
+                leg.signals.removeAll(keepingCapacity: true)
+                return
+            }
+            switch signal {
+            case .finished(let keepAlive):
+                if !keepAlive || draining {
                     close()
-                case .upgraded:
-                    // 101 Switching Protocols: what the client sent after its request (held by the parser) is the
-                    // new protocol's.
-                    phase = .tunnel
-                    if parser.isPaused {
-                        let held = parser.upgrade()
-                        if !held.isEmpty { leg.relayFromClient(Array(held)) }
-                    }
-                case .tunnelOpened:
-                    tunnelOpened()
+                } else {
+                    resumeParserIfIdle()
                 }
+            case .closeClient:
+                close()
+            case .upgraded:
+                // 101 Switching Protocols: what the client sent after its request (held by the parser) is the new
+                // protocol's.
+                phase = .tunnel
+                if parser.isPaused {
+                    let held = parser.upgrade()
+                    if !held.isEmpty { leg.relayFromClient(Array(held)) }
+                }
+            case .tunnelOpened:
+                tunnelOpened()
             }
         }
     }
@@ -52,7 +56,7 @@ extension ProxySession {
             apply(h2.clientGone(now: now))
         }
         leg.clientGone()
-        leg.signals = []
+        leg.signals.removeAll(keepingCapacity: true)
         close()
     }
 
@@ -62,7 +66,7 @@ extension ProxySession {
             // A second drain: the grace period is over, whatever is in flight ends now (and is recorded).
             if case .h2 = phase, let h2 { apply(h2.clientGone(now: now)) }
             leg.abandonForShutdown()
-            leg.signals = []
+            leg.signals.removeAll(keepingCapacity: true)
             close()
             return
         }
@@ -100,7 +104,7 @@ extension ProxySession {
         challengeConnectionEnded()
         phase = .closed
         leg.shutDown()
-        leg.signals = []
+        leg.signals.removeAll(keepingCapacity: true)
         if let tls = clientTLS {
             flushClientTLS(tls)
             TLSLayer(tls).close()
