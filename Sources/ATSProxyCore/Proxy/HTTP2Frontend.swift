@@ -36,6 +36,14 @@ final class HTTP2Frontend {
         case ended
     }
 
+    /// One lane's leg, boxed: the frontend reads and changes it in place through the reference. Read out of the
+    /// dictionary by value (`lanes[lane] != nil`, `lanes[lane]!.signals`), a leg was copied whole, every reference
+    /// in it retained and released: 0.3% of the h2 profile in that copy alone, plus its reference counting.
+    final class Lane {
+        var leg: ExchangeLeg
+        init(_ leg: ExchangeLeg) { self.leg = leg }
+    }
+
     /// One client stream and the lane serving it.
     struct Stream {
         /// The lane serving the stream; nil when the proxy answered it itself (421, 405, bad request).
@@ -77,7 +85,7 @@ final class HTTP2Frontend {
     var tunnelHost: String { tunnel.host }
     var tunnelPort: Int { tunnel.port }
     var streams: [Int32: Stream] = [:]
-    var lanes: [Int32: ExchangeLeg] = [:]
+    var lanes: [Int32: Lane] = [:]
     /// Which stream each busy lane serves.
     var laneStream: [Int32: Int32] = [:]
     var idleLanes: [Int32] = []
@@ -361,7 +369,7 @@ final class HTTP2Frontend {
             output.commands.append(.stream(lane, .resumeUpstreamReads))
         }
         guard lanes[lane] != nil else { return }
-        let finished = cleanly && stream.response == .ended && lanes[lane]!.isIdleForReuse
+        let finished = cleanly && stream.response == .ended && lanes[lane]!.leg.isIdleForReuse
         if finished && idleLanes.count < Self.maximumIdleLanes && !goingAway {
             idleLanes.append(lane)
         } else {
@@ -406,7 +414,7 @@ final class HTTP2Frontend {
         }
         let lane = nextLane
         nextLane += 1
-        lanes[lane] = template
+        lanes[lane] = Lane(template)
         return lane
     }
 
@@ -423,20 +431,20 @@ final class HTTP2Frontend {
     /// Runs `body` on the leg of `lane` (if it is still there) at the current time, arms its timer, and carries out
     /// what it asked for: its commands (`translate`), then its signals (a leg that shut down is a closed lane).
     func withLeg(_ lane: Int32, _ body: (inout ExchangeLeg) -> Void) {
-        guard lanes[lane] != nil else { return }
-        lanes[lane]!.now = now
-        body(&lanes[lane]!)
-        lanes[lane]!.updateOwnTimer()
+        guard let box = lanes[lane] else { return }
+        box.leg.now = now
+        body(&box.leg)
+        box.leg.updateOwnTimer()
         // The leg's list is swapped for the spare one (empty, with capacity), and becomes the spare once carried
         // out: no list is allocated per call.
         var commands: [ProxyCommand] = []
         swap(&commands, &spareCommands)
-        swap(&commands, &lanes[lane]!.commands)
+        swap(&commands, &box.leg.commands)
         translate(lane: lane, commands)
         commands.removeAll(keepingCapacity: true)
         swap(&commands, &spareCommands)
-        while lanes[lane] != nil, !lanes[lane]!.signals.isEmpty {
-            let signal = lanes[lane]!.signals.removeFirst()
+        while lanes[lane] === box, !box.leg.signals.isEmpty {
+            let signal = box.leg.signals.removeFirst()
             switch signal {
             case .finished(let keepAlive):
                 // The stream's response is complete; `streamGone` decides whether the leg waits for another, unless
