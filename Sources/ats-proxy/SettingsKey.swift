@@ -47,6 +47,10 @@ struct SettingsKey: Sendable {
     /// The environment variable that sets this key.
     var environmentName: String { "ATS_PROXY_" + name.uppercased().replacingOccurrences(of: "-", with: "_") }
 
+    /// Repeatable options whose values hold commas themselves (`--challenge '.*=expired,sha1'`, `--af-policy
+    /// 'api=public-key,pins=pins/'`): their environment variables separate values with `;`, not `,`.
+    static let semicolonSeparatedInEnvironment: Set<String> = ["challenge", "af-policy"]
+
     /// Every option a settings file or the environment may set. Adding an option to the settings
     /// is one line here; the name is the option's long name.
     static let all: [SettingsKey] = [

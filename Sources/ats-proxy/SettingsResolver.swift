@@ -129,6 +129,15 @@ struct SettingsResolver {
         // so it counts as a setting only beside ATS_PROXY_CA_KEY.
         if key.name == "ca-cert" && environment["ATS_PROXY_CA_KEY"] == nil { return nil }
         let problem = "environment variable \(key.environmentName) must be \(key.expected)"
+        if SettingsKey.semicolonSeparatedInEnvironment.contains(key.name), let raw = environment[key.environmentName] {
+            let values = raw.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
+            if let bad = values.first(where: { !key.accepts($0) }) {
+                throw SettingsError(description: "\(problem), values separated by ';' (got '\(bad)')")
+            }
+            return values
+        }
         let content: ConfigContent?
         do {
             content = try provider.value(forKey: AbsoluteConfigKey(["ats-proxy", key.name]), type: key.configType)

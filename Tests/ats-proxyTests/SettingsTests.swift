@@ -125,6 +125,24 @@ enum Invocation {
             result.stderr == "ats-proxy: error: environment variable ATS_PROXY_MAX_CONNECTIONS must be an integer\n")
     }
 
+    @Test func challengeAndPinningValuesKeepTheirCommasInTheEnvironmentAndTheFile() throws {
+        // Their values hold commas (kind lists, policy options): the environment separates values with ';'.
+        let directory = try TemporaryDirectory("settings-challenge")
+        _ = try directory.write("ats-proxy.yaml", "af-policy: ['api\\.test=none,no-domain-check']\n")
+        let environment = Invocation.environment(
+            home: directory.path, ["ATS_PROXY_CHALLENGE": #".*\.example\.com=expired,sha1; api\.test=wrong-host"#])
+        let table = try Invocation.settings(in: directory.path, environment: environment)
+        #expect(table["challenge"]?.value == #".*\.example\.com=expired,sha1, api\.test=wrong-host"#)
+        #expect(table["challenge"]?.from == "environment")
+        #expect(table["af-policy"]?.value == #"api\.test=none,no-domain-check"#)
+        // A bad kind from the environment is refused by the option's own check, naming it.
+        let bad = try Invocation.run(
+            ["run"], in: directory.path,
+            environment: Invocation.environment(home: directory.path, ["ATS_PROXY_CHALLENGE": ".*=expird"]))
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("--challenge") && bad.stderr.contains("expird"), "\(bad.stderr)")
+    }
+
     @Test func twoDiscoveredFilesOrAMissingNamedFileAreErrors() throws {
         let directory = try TemporaryDirectory("settings-two")
         _ = try directory.write("ats-proxy.json", "{}")
