@@ -45,11 +45,22 @@ extension ProxySession {
         logChallenge(outcome, request: nil, bytesToClient: 0)
     }
 
+    /// What a finding means given ATS's decision for the host: where ATS is in force, URLSession re-runs the
+    /// system's trust evaluation after the app's delegate accepts (and refuses), so an accepting client is not
+    /// URLSession under ATS; where it is not, the app's own evaluation is the only protection.
+    static func atsContext(_ decision: ATSDecision, host: String) -> String {
+        decision.atsRequired
+            ? "ATS is in force for \(host) (\(decision.ruleSummary)), and URLSession refuses such a server whatever the app's delegate answers: the client that accepted it is not URLSession under ATS (a TLS stack of its own, such as an OpenSSL- or BoringSSL-based library)"
+            : "ATS is not in force for \(host) (\(decision.ruleSummary)): the app's own trust evaluation is all that protects these connections"
+    }
+
     /// The one record of a challenged connection. A pass is the CONNECT's (numbered like a refused handshake's);
     /// a finding is the request's.
     mutating func logChallenge(_ outcome: ChallengeOutcome, request head: HTTPRequestHead?, bytesToClient: Int) {
         guard let tunnel = role.tunnel else { return }
         let appTrust = AppTrustRecord(challenge: outcome.kind.rawValue, challengeMeaning: outcome.meaning)
+        let source = head.map { leg.requestSource($0) } ?? .urlsession
+        let (decision, _) = leg.decide(tunnel.target, source: source)
         let record: RequestRecord
         if let head {
             var path = ""
@@ -58,15 +69,18 @@ extension ProxySession {
                 time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount),
                 method: head.method,
                 url: tunnel.url(path: path.isEmpty ? "/" : path), host: tunnel.host, httpProtocol: "http/1.1",
-                source: leg.requestSource(head), result: .challengeAccepted, atsRequired: false, ruleChain: [],
-                rule: outcome.meaning, status: 502, requestHeaders: head.headers.fields, bytesToClient: bytesToClient,
+                source: source, result: .challengeAccepted, atsRequired: decision.atsRequired,
+                ruleChain: decision.ruleTexts,
+                rule: outcome.meaning + "; " + Self.atsContext(decision, host: tunnel.host),
+                status: 502, requestHeaders: head.headers.fields, bytesToClient: bytesToClient,
                 appTrust: appTrust)
         } else {
             record = RequestRecord(
                 time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount + 1),
                 method: "CONNECT", url: "https://\(RequestTarget.uriHost(tunnel.host)):\(tunnel.port)/",
-                host: tunnel.host, httpProtocol: "http/1.1", source: .urlsession, result: .challengeRefused,
-                atsRequired: false, ruleChain: [], rule: outcome.meaning, appTrust: appTrust)
+                host: tunnel.host, httpProtocol: "http/1.1", source: source, result: .challengeRefused,
+                atsRequired: decision.atsRequired, ruleChain: decision.ruleTexts, rule: outcome.meaning,
+                appTrust: appTrust)
         }
         leg.commands.append(.log(record))
     }
