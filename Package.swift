@@ -103,7 +103,7 @@ let package = Package(
             dependencies: ["ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSReport", "ATSTestSupport"]
         ),
         .testTarget(
-            name: "ATSReportTests", dependencies: ["ATSReport", "ATSProxyCore", "ATSPolicy", "ATSTestSupport"]
+            name: "ATSReportTests", dependencies: ["ATSReport", "ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSTestSupport"]
         ),
         .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore"]),
         .testTarget(

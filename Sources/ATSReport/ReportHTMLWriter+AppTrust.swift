@@ -60,7 +60,7 @@ extension ReportHTMLWriter {
                         ? "<br><b>accepted: \(e(host.challenges.filter { $0.verdict == .finding }.map(\.kind).joined(separator: ", ")))</b>"
                         : "")
             html +=
-                "<tr class=\"\(tone)\"><td data-h=\"Host\"><span class=\"badge \(tone)\">\(appTrustLabel(host.status))</span> \(e(host.host))</td><td data-h=\"ATS\">\(e(ats.0))</td><td data-h=\"Real chain\">\(chainCell(host.pinning?.realChain, badTone: "bad"))</td><td data-h=\"Interception chain\">\(chainCell(host.pinning?.interceptionChain, badTone: "warn"))</td><td data-h=\"Challenges\">\(challenges)</td></tr>\n"
+                "<tr class=\"\(tone)\"><td data-h=\"Host\"><span class=\"badge \(tone)\">\(appTrustLabel(host.status))</span> \(e(host.host))</td><td data-h=\"ATS\" class=\"\(ats.1)\">\(e(ats.0))</td><td data-h=\"Real chain\">\(chainCell(host.pinning?.realChain, badTone: "bad"))</td><td data-h=\"Interception chain\">\(chainCell(host.pinning?.interceptionChain, badTone: "warn"))</td><td data-h=\"Challenges\">\(challenges)</td></tr>\n"
         }
         html += "</tbody>\n</table>\n"
         for host in section.hosts { html += appTrustCard(host) }
@@ -105,7 +105,7 @@ extension ReportHTMLWriter {
                 "<p class=\"small\">AFSecurityPolicy <code>\(e(pinning.policy))</code>: scenario \(pinning.scenario), \(e(pinning.scenarioMeaning)); \(pinning.evaluations) connection\(pinning.evaluations == 1 ? "" : "s") evaluated.</p>\n"
         }
         html +=
-            "<table>\n<thead><tr><th>Check</th><th>Result</th><th>Count</th><th>Meaning</th></tr></thead>\n<tbody>\n"
+            "<table class=\"checks\">\n<thead><tr><th>Check</th><th>Result</th><th>Refused</th><th>Accepted</th><th>Meaning</th></tr></thead>\n<tbody>\n"
         if let pinning = host.pinning {
             for (label, verdict, badTone) in [
                 ("pinning: real chain", pinning.realChain, "bad"),
@@ -113,13 +113,13 @@ extension ReportHTMLWriter {
             ] {
                 let rowTone = verdict.accepted ? "good" : badTone
                 html +=
-                    "<tr class=\"\(rowTone)\"><td data-h=\"Check\">\(label)</td><td data-h=\"Result\">\(verdict.accepted ? "accepts" : "REFUSES")</td><td data-h=\"Count\">\(verdict.acceptances) accepted, \(verdict.refusals) refused</td><td data-h=\"Meaning\">\(e(verdict.meaning))</td></tr>\n"
+                    "<tr class=\"\(rowTone)\"><td data-h=\"Check\">\(label)</td><td data-h=\"Result\" class=\"r \(rowTone)\">\(verdict.accepted ? "accepts" : "REFUSES")</td><td data-h=\"Refused\">\(verdict.refusals)</td><td data-h=\"Accepted\">\(verdict.acceptances)</td><td data-h=\"Meaning\">\(e(verdict.meaning))</td></tr>\n"
             }
         }
         for challenge in host.challenges {
             let finding = challenge.verdict == .finding
             html +=
-                "<tr class=\"\(finding ? "bad" : "good")\"><td data-h=\"Check\">challenge <code>\(e(challenge.kind))</code>\(challenge.presents.map { "<br><span class=\"small\">\(e($0))</span>" } ?? "")</td><td data-h=\"Result\">\(finding ? "FINDING: accepted" : "pass: refused")</td><td data-h=\"Count\">\(challenge.passes) refused, \(challenge.findings) accepted</td><td data-h=\"Meaning\">\(e(challenge.meaning))</td></tr>\n"
+                "<tr class=\"\(finding ? "bad" : "good")\"><td data-h=\"Check\">challenge <code>\(e(challenge.kind))</code>\(challenge.presents.map { "<br><span class=\"small\">\(e($0))</span>" } ?? "")</td><td data-h=\"Result\" class=\"r \(finding ? "bad" : "good")\">\(finding ? "FINDING: accepted" : "pass: refused")</td><td data-h=\"Refused\">\(challenge.passes)</td><td data-h=\"Accepted\">\(challenge.findings)</td><td data-h=\"Meaning\">\(e(challenge.meaning))</td></tr>\n"
         }
         html += "</tbody>\n</table>\n</article>\n"
         return html

@@ -167,8 +167,8 @@ enum ReportHTMLWriter {
         ul.findings, ul.notes { padding-left: 1.1em; } ul.findings li { margin-bottom: 8px; } li.bad b { color: var(--bad); }
         .fix { color: var(--good); }
         p.alert { border: 1px solid var(--bad); border-left: 5px solid var(--bad); border-radius: 8px; padding: 8px 12px; color: var(--bad); font-weight: 600; }
-        b.bad, tr.bad td:nth-child(2) { color: var(--bad); } b.warn { color: var(--warn); } span.good { color: var(--good); }
-        table.apptrust { margin-bottom: 8px; }
+        b.bad, td.bad { color: var(--bad); } b.warn, td.warn { color: var(--warn); } span.good, td.good { color: var(--good); }
+        table.apptrust { margin-bottom: 8px; } table.checks td.r { white-space: nowrap; font-weight: 600; } table.checks th { white-space: nowrap; }
         article.host { border: 1px solid var(--line); border-left: 5px solid #999; border-radius: 8px; padding: 10px 12px; margin: 12px 0; break-inside: avoid; page-break-inside: avoid; }
         article.host.bad { border-left-color: var(--bad); } article.host.warn { border-left-color: var(--warn); } article.host.good { border-left-color: var(--good); }
         .counts { color: #5f5f66; font-size: 0.9em; margin: 0 0 6px; }
