@@ -27,6 +27,8 @@ enum ReportJUnitWriter {
         for (name, value) in [
             ("platform", document.platform), ("source", document.source),
             ("requests", "\(document.totals.requests)"), ("violations", "\(document.totals.violations)"),
+            ("challengeFindings", "\(document.totals.challengeFindings)"),
+            ("challengePasses", "\(document.totals.challengePasses)"),
         ] {
             lines.append(#"      <property name="\#(e(name))" value="\#(e(value))"/>"#)
         }

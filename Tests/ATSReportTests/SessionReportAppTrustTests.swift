@@ -300,6 +300,8 @@ import Testing
             import sys, xml.etree.ElementTree as ET
             root = ET.parse(sys.argv[1]).getroot()
             print("root", root.get("tests"), root.get("failures"))
+            for prop in root.iter("property"):
+                print("property", prop.get("name"), prop.get("value"))
             for suite in root.findall("testsuite"):
                 print("suite", suite.get("name"), suite.get("tests"), suite.get("failures"))
             for case in root.findall("./testsuite[@name='App trust']/testcase"):
@@ -359,6 +361,7 @@ import Testing
             counts.contains("root \(document.hosts.count + cases.count) \(atsFailures + appTrustFailures)"), "\(counts)"
         )
         #expect(counts.contains("suite App trust \(cases.count) \(appTrustFailures)"), "\(counts)")
+        #expect(counts.contains("property challengeFindings 3") && counts.contains("property challengePasses 6"))
         // The ATS suite has one case per ATS host: the challenged-only host is not among them.
         #expect(
             counts.contains { $0.hasPrefix("suite ATS: ") && $0.hasSuffix(" \(document.hosts.count) \(atsFailures)") })
