@@ -12,7 +12,9 @@ public struct SessionReportError: Error, Sendable, CustomStringConvertible, Equa
 }
 
 /// Accumulates the finished requests of one proxy session and writes the session report:
-/// `report.json`, `report.html` and `junit.xml` (issue 6, item 3).
+/// `report.json`, `report.html` and `junit.xml` (issue 6, item 3), with the App trust section of
+/// `--challenge` and `--af-policy` (issue 19): a challenged connection's record goes to that section
+/// only and moves no ATS figure.
 ///
 /// Thread-safe: `record` may be called from any thread; the state sits behind a `Mutex`, and the
 /// writers work on a snapshot. Memory is bounded per host (distinct loads, verdicts and TLS
