@@ -63,7 +63,7 @@ let package = Package(
         .target(
             name: "ATSProxyCore", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSAppTrust"],
             swiftSettings: hotPath),
-        .target(name: "ATSReport", dependencies: ["ATSPolicy", "ATSProxyCore"]),
+        .target(name: "ATSReport", dependencies: ["ATSPolicy", "ATSTLS", "ATSProxyCore"]),
         .target(name: "ATSDiagnose", dependencies: ["ATSPolicy", "ATSTLS"]),
         .target(name: "ATSAppTrust", dependencies: ["ATSPolicy", "ATSTLS"]),
         .target(
@@ -104,7 +104,7 @@ let package = Package(
             dependencies: ["ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSReport", "ATSTestSupport"]
         ),
         .testTarget(
-            name: "ATSReportTests", dependencies: ["ATSReport", "ATSProxyCore", "ATSPolicy", "ATSTestSupport"]
+            name: "ATSReportTests", dependencies: ["ATSReport", "ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSTestSupport"]
         ),
         .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore"]),
         .testTarget(

@@ -134,7 +134,8 @@ struct ObservedLoad: Sendable, Hashable {
         case .completed: return .ok
         case .blockedCleartext, .reported: return .violation
         case .clientUntrustedCA: return .clientUntrustedCA
-        // A challenge is the app's trust on trial, not an ATS verdict on the host (see the App trust section).
+        // A challenge is the app's trust on trial, not an ATS verdict (SessionReport routes these records to the
+        // App trust section before any ATS figure).
         case .challengeRefused, .challengeAccepted: return .ok
         case .failed:
             guard let code = record.errorCode else { return .transportFailure }

@@ -22,12 +22,13 @@ enum ReportHTMLWriter {
             <h1>ATS session report</h1>
             <p class="meta">\(e(document.source)) · \(e(document.platform)) · \(e(document.generatedAt))</p>
             <div class="totals">
-            \(stat("requests", totals.requests, "")) \(stat("hosts", totals.hosts, "")) \(stat("violations", totals.violations, totals.violations > 0 ? "bad" : "good")) \(stat("allowed", totals.allowed, "good")) \(stat("blocked", totals.blocked, totals.blocked > 0 ? "bad" : "")) \(stat("failed", totals.failed, totals.failed > 0 ? "warn" : "")) \(stat("reported", totals.reported, totals.reported > 0 ? "bad" : ""))\(totals.ignoredConnections > 0 ? " " + stat("ignored (not judged)", totals.ignoredConnections, "") : "")
+            \(stat("requests", totals.requests, "")) \(stat("hosts", totals.hosts, "")) \(stat("violations", totals.violations, totals.violations > 0 ? "bad" : "good")) \(stat("allowed", totals.allowed, "good")) \(stat("blocked", totals.blocked, totals.blocked > 0 ? "bad" : "")) \(stat("failed", totals.failed, totals.failed > 0 ? "warn" : "")) \(stat("reported", totals.reported, totals.reported > 0 ? "bad" : ""))\(totals.ignoredConnections > 0 ? " " + stat("ignored (not judged)", totals.ignoredConnections, "") : "")\(appTrustStats(totals))
             </div>
-            </header>
+            \(appTrustAlert(document))</header>
             <main>
 
             """
+        html += appTrustSection(document.appTrust)
         let minimal = document.minimalDictionary
         html += "<section id=\"minimal\">\n<h2>Minimal NSAppTransportSecurity dictionary</h2>\n"
         html +=
@@ -165,6 +166,9 @@ enum ReportHTMLWriter {
         code { font: 0.9em ui-monospace, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
         ul.findings, ul.notes { padding-left: 1.1em; } ul.findings li { margin-bottom: 8px; } li.bad b { color: var(--bad); }
         .fix { color: var(--good); }
+        p.alert { border: 1px solid var(--bad); border-left: 5px solid var(--bad); border-radius: 8px; padding: 8px 12px; color: var(--bad); font-weight: 600; }
+        b.bad, td.bad { color: var(--bad); } b.warn, td.warn { color: var(--warn); } span.good, td.good { color: var(--good); }
+        table.apptrust { margin-bottom: 8px; } table.checks td.r { white-space: nowrap; font-weight: 600; } table.checks th { white-space: nowrap; }
         article.host { border: 1px solid var(--line); border-left: 5px solid #999; border-radius: 8px; padding: 10px 12px; margin: 12px 0; break-inside: avoid; page-break-inside: avoid; }
         article.host.bad { border-left-color: var(--bad); } article.host.warn { border-left-color: var(--warn); } article.host.good { border-left-color: var(--good); }
         .counts { color: #5f5f66; font-size: 0.9em; margin: 0 0 6px; }

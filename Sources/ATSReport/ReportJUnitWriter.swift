@@ -4,6 +4,9 @@ import Foundation
 /// Writes `junit.xml`: one test suite for the session, one test case per host. An ATS violation
 /// is a `<failure>` carrying the codes, the rule and the fix; a failure ATS did not cause (default
 /// trust, a client that does not trust the proxy CA, DNS, refused connections) is an `<error>`; a host whose loads all passed has neither.
+///
+/// When the session has app-trust results (`--challenge`, `--af-policy`) a second suite, "App trust", follows
+/// (see `ReportJUnitWriter.appTrustSuite`); the root's counts add both suites.
 enum ReportJUnitWriter {
     static func render(_ document: SessionReportDocument) -> String {
         let e = PlistFragmentWriter.escape
@@ -11,9 +14,11 @@ enum ReportJUnitWriter {
         let errors = document.hosts.filter { $0.status != .violation && $0.status != .ok }.count
         let tests = document.hosts.count
         let total = String(format: "%.3f", document.hosts.reduce(0) { $0 + $1.durationMilliseconds } / 1000)
+        let appTrust = appTrustCases(document.appTrust)
+        let appTrustFailures = appTrust.filter { $0.failure != nil }.count
         var lines: [String] = [#"<?xml version="1.0" encoding="UTF-8"?>"#]
         lines.append(
-            #"<testsuites name="ats-proxy" tests="\#(tests)" failures="\#(failures)" errors="\#(errors)" time="\#(total)">"#
+            #"<testsuites name="ats-proxy" tests="\#(tests + appTrust.count)" failures="\#(failures + appTrustFailures)" errors="\#(errors)" time="\#(total)">"#
         )
         lines.append(
             #"  <testsuite name="ATS: \#(e(document.source))" tests="\#(tests)" failures="\#(failures)" errors="\#(errors)" skipped="0" time="\#(total)" timestamp="\#(e(String(document.generatedAt.prefix(19))))">"#
@@ -22,6 +27,8 @@ enum ReportJUnitWriter {
         for (name, value) in [
             ("platform", document.platform), ("source", document.source),
             ("requests", "\(document.totals.requests)"), ("violations", "\(document.totals.violations)"),
+            ("challengeFindings", "\(document.totals.challengeFindings)"),
+            ("challengePasses", "\(document.totals.challengePasses)"),
         ] {
             lines.append(#"      <property name="\#(e(name))" value="\#(e(value))"/>"#)
         }
@@ -63,6 +70,7 @@ enum ReportJUnitWriter {
             lines.append("    </testcase>")
         }
         lines.append("  </testsuite>")
+        if !appTrust.isEmpty { lines += appTrustSuite(appTrust, timestamp: String(document.generatedAt.prefix(19))) }
         lines.append("</testsuites>")
         return lines.joined(separator: "\n") + "\n"
     }

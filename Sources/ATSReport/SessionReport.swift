@@ -12,7 +12,9 @@ public struct SessionReportError: Error, Sendable, CustomStringConvertible, Equa
 }
 
 /// Accumulates the finished requests of one proxy session and writes the session report:
-/// `report.json`, `report.html` and `junit.xml` (issue 6, item 3).
+/// `report.json`, `report.html` and `junit.xml` (issue 6, item 3), with the App trust section of
+/// `--challenge` and `--af-policy` (issue 19): a challenged connection's record goes to that section
+/// only and moves no ATS figure.
 ///
 /// Thread-safe: `record` may be called from any thread; the state sits behind a `Mutex`, and the
 /// writers work on a snapshot. Memory is bounded per host (distinct loads, verdicts and TLS
@@ -103,6 +105,9 @@ public final class SessionReport: Sendable {
 
     /// Requests that broke ATS so far (what `ats-proxy exec` turns into exit status 3).
     public var violationCount: Int { state.withLock { $0.violations } }
+
+    /// `--challenge`: forged servers the client accepted so far (challenged connections it sent a request through).
+    public var challengeFindingCount: Int { state.withLock { $0.appTrust.challengeFindings } }
 
     /// The report as a value.
     public func document() -> SessionReportDocument {
@@ -206,6 +211,8 @@ extension SessionReport {
         var violations = 0
         var clientUntrustedCA = 0
         var droppedHosts = 0
+        /// `--challenge` and `--af-policy`: the app's own trust decisions, apart from every ATS figure.
+        var appTrust = AppTrustAccumulator()
         /// What the host filter left alone (set when the report is written).
         var ignored = HostFilter.Ignored()
 
@@ -219,7 +226,18 @@ extension SessionReport {
         /// Entries `known` holds at most before it starts over.
         static let maximumKnown = 1024
 
+        /// Counts `record`. A challenged connection's record goes to the app-trust part only: it is the app's
+        /// trust on trial, not a load ATS judged (the proxy presented the TLS; nothing went upstream). Pinning
+        /// verdicts ride on ordinary records, which the ATS part counts as usual.
         mutating func add(_ record: RequestRecord) {
+            switch record.result {
+            case .challengeRefused, .challengeAccepted:
+                appTrust.addChallenge(record)
+                return
+            case .completed, .blockedCleartext, .failed, .reported, .clientUntrustedCA:
+                break
+            }
+            if let pinning = record.appTrust?.pinning { appTrust.addPinning(pinning, host: record.host) }
             let signature = RecordSignature(record)
             if let classification = known[signature] {
                 count(record, classification)
@@ -327,6 +345,9 @@ extension SessionReport {
                 if lhsBad != rhsBad { return lhsBad > rhsBad }
                 return lhs.host < rhs.host
             }
+            var statuses: [String: HostStatus] = [:]
+            for report in hostReports { statuses[report.host] = report.status }
+            let appTrustSection = appTrust.section { statuses[$0] }
             let formatter = ISO8601DateFormatter()
             formatter.timeZone = TimeZone(identifier: "UTC")
             return SessionReportDocument(
@@ -340,8 +361,14 @@ extension SessionReport {
                     failed: hostReports.reduce(0) { $0 + $1.failed },
                     reported: hostReports.reduce(0) { $0 + $1.reported }, hosts: hostReports.count,
                     violations: violations, ignoredConnections: ignored.connections, ignoredHosts: ignored.hosts,
-                    clientUntrustedCA: clientUntrustedCA),
-                hosts: hostReports, minimalDictionary: minimal, comparison: comparison)
+                    clientUntrustedCA: clientUntrustedCA, challengePasses: appTrust.challengePasses,
+                    challengeFindings: appTrust.challengeFindings,
+                    pinningRealChainRefused: appTrustSection.hosts.filter { $0.pinning?.realChain.accepted == false }
+                        .count,
+                    pinningInterceptionRefused: appTrustSection.hosts.filter {
+                        $0.pinning?.interceptionChain.accepted == false
+                    }.count),
+                hosts: hostReports, appTrust: appTrustSection, minimalDictionary: minimal, comparison: comparison)
         }
 
         static func summary(_ options: EvaluationOptions) -> OptionsSummary {
@@ -462,8 +489,9 @@ extension SessionReport {
             switch record.result {
             case .completed: allowed += 1
             case .blockedCleartext: blocked += 1
-            case .failed, .clientUntrustedCA, .challengeAccepted: failed += 1
-            case .challengeRefused: break
+            case .failed, .clientUntrustedCA: failed += 1
+            case .challengeRefused, .challengeAccepted:
+                preconditionFailure("HostAccumulator.count: a \(record.result.rawValue) record is never an ATS load")
             case .reported: reported += 1
             }
             if classification.kind == .violation { violations += 1 }

@@ -18,8 +18,10 @@ public struct SessionReportDocument: Sendable, Codable, Equatable {
     public var options: OptionsSummary
     public var configuration: ConfigurationSummary
     public var totals: Totals
-    /// Hosts, worst first.
+    /// Hosts, worst first, as ATS judged the app's requests (challenged connections are not among them).
     public var hosts: [HostReport]
+    /// The app's own trust decisions (`--challenge`, `--af-policy`), per host.
+    public var appTrust: AppTrustSection
     public var minimalDictionary: MinimalDictionary
     public var comparison: Comparison
 }
@@ -55,7 +57,9 @@ public struct ExceptionSummary: Sendable, Codable, Equatable {
     public var requiresForwardSecrecy: Bool
 }
 
-/// Request counts over the whole session.
+/// Request counts over the whole session. Every figure up to `clientUntrustedCA` counts the app's requests as ATS
+/// judged them; a connection `--challenge` showed a forged server is in none of them, only in
+/// `challengePasses`/`challengeFindings`.
 public struct Totals: Sendable, Codable, Equatable {
     public var requests: Int
     public var allowed: Int
@@ -72,6 +76,14 @@ public struct Totals: Sendable, Codable, Equatable {
     public var ignoredHosts: Int = 0
     /// TLS handshakes the client refused because it does not trust the proxy CA (a set-up failure, not ATS).
     public var clientUntrustedCA: Int
+    /// `--challenge`: challenged connections whose client refused the forged server (passes) and those whose
+    /// client sent a request through it (findings).
+    public var challengePasses: Int
+    public var challengeFindings: Int
+    /// `--af-policy`: hosts whose pinning policy refuses the real server's chain at least once, and hosts whose
+    /// policy refuses the proxy's chain (interception breaks the app there).
+    public var pinningRealChainRefused: Int
+    public var pinningInterceptionRefused: Int
 }
 
 /// How bad a host's traffic was; hosts are sorted by this, worst first.

@@ -12,7 +12,7 @@ public enum SessionReportSchema {
           "type": "object",
           "additionalProperties": false,
           "required": ["schemaVersion", "generator", "generatedAt", "source", "platform", "options", "configuration",
-                       "totals", "hosts", "minimalDictionary", "comparison"],
+                       "totals", "hosts", "appTrust", "minimalDictionary", "comparison"],
           "properties": {
             "schemaVersion": { "const": 1 },
             "generator": { "const": "ats-proxy" },
@@ -61,17 +61,29 @@ public enum SessionReportSchema {
             "totals": {
               "type": "object", "additionalProperties": false,
               "required": ["requests", "allowed", "blocked", "failed", "reported", "hosts", "violations",
-                           "ignoredConnections", "ignoredHosts", "clientUntrustedCA"],
+                           "ignoredConnections", "ignoredHosts", "clientUntrustedCA", "challengePasses",
+                           "challengeFindings", "pinningRealChainRefused", "pinningInterceptionRefused"],
               "properties": {
                 "requests": { "$ref": "#/$defs/count" }, "allowed": { "$ref": "#/$defs/count" },
                 "blocked": { "$ref": "#/$defs/count" }, "failed": { "$ref": "#/$defs/count" },
                 "reported": { "$ref": "#/$defs/count" }, "hosts": { "$ref": "#/$defs/count" },
                 "violations": { "$ref": "#/$defs/count" },
                 "ignoredConnections": { "$ref": "#/$defs/count" }, "ignoredHosts": { "$ref": "#/$defs/count" },
-                "clientUntrustedCA": { "$ref": "#/$defs/count" }
+                "clientUntrustedCA": { "$ref": "#/$defs/count" },
+                "challengePasses": { "$ref": "#/$defs/count" }, "challengeFindings": { "$ref": "#/$defs/count" },
+                "pinningRealChainRefused": { "$ref": "#/$defs/count" },
+                "pinningInterceptionRefused": { "$ref": "#/$defs/count" }
               }
             },
             "hosts": { "type": "array", "items": { "$ref": "#/$defs/host" } },
+            "appTrust": {
+              "type": "object", "additionalProperties": false,
+              "required": ["summary", "hosts"],
+              "properties": {
+                "summary": { "type": "string", "minLength": 1 },
+                "hosts": { "type": "array", "items": { "$ref": "#/$defs/appTrustHost" } }
+              }
+            },
             "minimalDictionary": {
               "type": "object", "additionalProperties": false,
               "required": ["plist", "allowsLocalNetworking", "entries", "unfixable", "mergeRule", "roundTripVerified",
@@ -127,6 +139,54 @@ public enum SessionReportSchema {
             "boolSetting": { "enum": ["absent", "YES", "NO"] },
             "tlsVersion": { "enum": ["TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"] },
             "status": { "enum": ["violation", "client-untrusted-ca", "trust-failure", "transport-failure", "ok"] },
+            "appTrustHost": {
+              "type": "object", "additionalProperties": false,
+              "required": ["host", "status", "challenges", "challengePasses", "challengeFindings"],
+              "properties": {
+                "host": { "type": "string", "minLength": 1 },
+                "status": {
+                  "enum": ["challenge-finding", "pinning-refuses-real-chain", "pinning-refuses-interception", "pass"]
+                },
+                "atsStatus": { "$ref": "#/$defs/status" },
+                "pinning": {
+                  "type": "object", "additionalProperties": false,
+                  "required": ["policy", "scenario", "scenarioMeaning", "evaluations", "realChain", "interceptionChain"],
+                  "properties": {
+                    "policy": { "type": "string", "minLength": 1 },
+                    "scenario": { "type": "integer", "minimum": 1, "maximum": 10 },
+                    "scenarioMeaning": { "type": "string" },
+                    "evaluations": { "type": "integer", "minimum": 1 },
+                    "realChain": { "$ref": "#/$defs/chainVerdict" },
+                    "interceptionChain": { "$ref": "#/$defs/chainVerdict" }
+                  }
+                },
+                "challenges": {
+                  "type": "array",
+                  "items": {
+                    "type": "object", "additionalProperties": false,
+                    "required": ["kind", "verdict", "passes", "findings", "meaning"],
+                    "properties": {
+                      "kind": { "type": "string", "minLength": 1 },
+                      "category": { "enum": ["certificate", "handshake"] },
+                      "presents": { "type": "string" },
+                      "verdict": { "enum": ["pass", "finding"] },
+                      "passes": { "$ref": "#/$defs/count" }, "findings": { "$ref": "#/$defs/count" },
+                      "meaning": { "type": "string" }
+                    }
+                  }
+                },
+                "challengePasses": { "$ref": "#/$defs/count" }, "challengeFindings": { "$ref": "#/$defs/count" }
+              }
+            },
+            "chainVerdict": {
+              "type": "object", "additionalProperties": false,
+              "required": ["accepted", "acceptances", "refusals", "meaning"],
+              "properties": {
+                "accepted": { "type": "boolean" },
+                "acceptances": { "$ref": "#/$defs/count" }, "refusals": { "$ref": "#/$defs/count" },
+                "meaning": { "type": "string" }
+              }
+            },
             "finding": {
               "type": "object", "additionalProperties": false,
               "required": ["code", "keyPath", "message"],

@@ -17,6 +17,12 @@ public enum FlowOutcome: String, Sendable, Codable, CaseIterable {
     /// ATS is not in force for this load (an exception or local networking lifted it) and it
     /// completed.
     case ignored
+    /// `--challenge`: the client refused the forged server the proxy presented (the expected result). Not an
+    /// ATS verdict.
+    case challengePass = "challenge-pass"
+    /// `--challenge`: the client sent a request through a forged server (answered 502, never forwarded): its
+    /// trust evaluation is disabled or overridden. Not an ATS verdict, but a finding.
+    case challengeFinding = "challenge-finding"
 
     /// The outcome of `record`.
     public init(_ record: RequestRecord) {
@@ -26,8 +32,8 @@ public enum FlowOutcome: String, Sendable, Codable, CaseIterable {
         case .reported: self = .reported
         case .failed: self = Self.isATSFailure(record) ? .blocked : .failed
         case .clientUntrustedCA: self = .failed  // A set-up failure of the client, not an ATS verdict.
-        // `--challenge`: the forged server was refused (nothing loaded) or accepted and answered 502.
-        case .challengeRefused, .challengeAccepted: self = .failed
+        case .challengeRefused: self = .challengePass
+        case .challengeAccepted: self = .challengeFinding
         }
     }
 

@@ -33,7 +33,7 @@ public struct HARArchive: Sendable, Codable, Equatable {
         /// The client connection's task id prefix (`<UUID>`), shared by requests on one connection.
         public var connection: String?
         public var comment: String?
-        /// allowed, blocked, failed, reported or ignored (`FlowOutcome`).
+        /// allowed, blocked, failed, reported, ignored, challenge-pass or challenge-finding (`FlowOutcome`).
         public var _atsOutcome: String
         /// `-1022`, `-1200 [3:-9824]`; absent when the load succeeded.
         public var _atsCode: String?

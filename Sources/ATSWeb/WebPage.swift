@@ -25,9 +25,9 @@ enum WebPage {
         <title>ats-proxy: live flows</title>
         <style>
         :root{--bg:#fff;--fg:#1d1d1f;--mute:#6e6e73;--line:#e5e5ea;--panel:#f5f5f7;--sel:#dbeafe;
-        --allowed:#1a7f37;--blocked:#cf222e;--failed:#9a6700;--reported:#8250df;--ignored:#57606a}
+        --allowed:#1a7f37;--blocked:#cf222e;--failed:#9a6700;--reported:#8250df;--ignored:#57606a;--finding:#a40e26}
         @media (prefers-color-scheme:dark){:root{--bg:#111;--fg:#f5f5f7;--mute:#a1a1a6;--line:#2c2c2e;--panel:#1c1c1e;--sel:#1e3a5f;
-        --allowed:#3fb950;--blocked:#ff6b6b;--failed:#d29922;--reported:#bc8cff;--ignored:#8b949e}}
+        --allowed:#3fb950;--blocked:#ff6b6b;--failed:#d29922;--reported:#bc8cff;--ignored:#8b949e;--finding:#ff8182}}
         *{box-sizing:border-box}body{margin:0;font:13px/1.4 -apple-system,system-ui,sans-serif;background:var(--bg);color:var(--fg)}
         header{display:flex;flex-wrap:wrap;gap:.4rem 1rem;align-items:baseline;padding:.5rem .8rem;border-bottom:1px solid var(--line)}
         header h1{font-size:1rem;margin:0}header .title{color:var(--mute)}header .dl{margin-left:auto}
@@ -46,7 +46,7 @@ enum WebPage {
         td.url{max-width:24rem;overflow:hidden;text-overflow:ellipsis}td.num{text-align:right;font-variant-numeric:tabular-nums}
         tr.flow{cursor:pointer}tr.flow:hover{background:var(--panel)}tr.flow.sel{background:var(--sel)}
         tr.flow td:first-child{border-left:4px solid var(--c)}
-        .o-allowed{--c:var(--allowed)}.o-blocked{--c:var(--blocked)}.o-failed{--c:var(--failed)}.o-reported{--c:var(--reported)}.o-ignored{--c:var(--ignored)}
+        .o-allowed{--c:var(--allowed)}.o-blocked{--c:var(--blocked)}.o-failed{--c:var(--failed)}.o-reported{--c:var(--reported)}.o-ignored{--c:var(--ignored)}.o-challenge-pass{--c:var(--allowed)}.o-challenge-finding{--c:var(--finding)}
         .badge{color:var(--c);font-weight:600}
         aside{overflow:auto;padding:.6rem .8rem}aside h2{font-size:.95rem;margin:.9rem 0 .3rem}aside h2:first-child{margin-top:0}
         pre{tab-size:4;font:12px/1.35 ui-monospace,Menlo,monospace;background:var(--panel);padding:.5rem;border-radius:6px;white-space:pre-wrap;word-break:break-all;margin:0}
@@ -63,7 +63,7 @@ enum WebPage {
         <span class="dl"><a href="/session.har" download>HAR</a><a href="/report.json" download>report.json</a><a href="/report.html" download>report.html</a><a href="/ats-proxy-ca.pem" download>CA</a></span></header>
         <div class="filters">
         <input type="search" id="f-host" placeholder="host" aria-label="host">
-        <select id="f-outcome" aria-label="outcome"><option value="">any outcome</option><option>allowed</option><option>blocked</option><option>failed</option><option>reported</option><option>ignored</option></select>
+        <select id="f-outcome" aria-label="outcome"><option value="">any outcome</option><option>allowed</option><option>blocked</option><option>failed</option><option>reported</option><option>ignored</option><option>challenge-pass</option><option>challenge-finding</option></select>
         <input type="search" id="f-code" placeholder="code (-1022)" aria-label="code">
         <select id="f-source" aria-label="source"><option value="">any source</option><option value="urlsession">URLSession</option><option value="webkit">WebKit</option><option value="media">media</option></select>
         <input type="search" id="f-text" placeholder="text" aria-label="free text">
@@ -109,8 +109,8 @@ enum WebPage {
         if(o.id<=clearedThrough||flows.has(o.id))return;
         flows.set(o.id,o);rows.append(row(o));
         while(flows.size>capacity){const first=flows.keys().next().value;flows.delete(first);const r=rows.firstElementChild;if(r)r.remove();}}
-        function updateCounts(){let shown=0,v=0;for(const r of rows.children){if(!r.hidden)shown++;if(r.dataset.outcome==="blocked"||r.dataset.outcome==="reported")v++;}
-        counts.textContent=flows.size+" flows, "+v+" violations, "+shown+" shown"+(paused?" (paused, "+held.length+" waiting)":"")+
+        function updateCounts(){let shown=0,v=0,cf=0;for(const r of rows.children){if(!r.hidden)shown++;if(r.dataset.outcome==="blocked"||r.dataset.outcome==="reported")v++;if(r.dataset.outcome==="challenge-finding")cf++;}
+        counts.textContent=flows.size+" flows, "+v+" violations, "+(cf?cf+" forged servers accepted (challenge findings), ":"")+shown+" shown"+(paused?" (paused, "+held.length+" waiting)":"")+
         (skipped?"; "+skipped+" not shown while the proxy was busy (they are in the HAR)":"");}
         function applyFilters(){for(const r of rows.children){const o=flows.get(Number(r.dataset.id));r.hidden=!o||!matches(o);}updateCounts();}
         function section(title,body){const h=el("h2","",title);detail.append(h);if(body)detail.append(body);}
@@ -123,7 +123,7 @@ enum WebPage {
         detail.textContent="";detail.className="o-"+o.outcome;
         const t=el("h2","",o.method+" "+o.url);t.style.wordBreak="break-all";detail.append(t);
         detail.append(kv([["outcome",o.outcome+(o.code?" ("+o.code+")":"")],["status",o.status||"no response"],["protocol",o.proto],["source",o.source],["client",o.client],["task",o.task],["ATS in force",o.atsRequired?"yes":"no"]]));
-        const rule=el("div","rule",o.rule);rule.id="d-rule";section(o.outcome==="allowed"||o.outcome==="ignored"?"Decision":"Failing requirement",rule);
+        const rule=el("div","rule",o.rule);rule.id="d-rule";section(o.outcome.startsWith("challenge-")?"Challenge (--challenge)":o.outcome==="allowed"||o.outcome==="ignored"?"Decision":"Failing requirement",rule);
         const chain=el("pre","",o.ruleChain.length?o.ruleChain.map((k,i)=>(i?"↳ ":"")+k).join("\n"):"(no rule chain)");chain.id="d-chain";section("Rule chain (most specific first)",chain);
         if(o.fix){const fx=el("div","fix",o.fix);fx.id="d-fix";section("Smallest Info.plist fix",fx);}
         const tls=o.tls?kv(Object.keys(o.tls).sort().map(k=>[k,o.tls[k]])):el("p","muted","no upstream TLS handshake");tls.id="d-tls";section("TLS",tls);

@@ -87,4 +87,16 @@ import Testing
         #expect(html.contains("const capacity=7;"))
         #expect(!html.contains("src=") && !html.contains("https://"))
     }
+
+    /// Every outcome, the challenge ones included, can be filtered on and has its colour; challenge findings
+    /// are counted in the header beside the violations.
+    @Test func pageOffersEveryOutcomeAndCountsChallengeFindings() {
+        let html = WebPage.html(title: "t", capacity: 7)
+        for outcome in FlowOutcome.allCases {
+            #expect(html.contains("<option>\(outcome.rawValue)</option>"), "\(outcome)")
+            #expect(html.contains(".o-\(outcome.rawValue){--c:"), "\(outcome)")
+        }
+        #expect(html.contains(#"if(r.dataset.outcome==="challenge-finding")cf++;"#))
+        #expect(html.contains(#"" forged servers accepted (challenge findings), ""#))
+    }
 }
