@@ -40,6 +40,18 @@ public final class SessionStats: Sendable {
     public func record(_ record: RequestRecord) {
         let host = record.host
         state.withLock { state in
+            // A challenged connection is the client's trust on trial, not one of the app's loads: counted apart, as
+            // the report does (neither a request nor a host of the ATS figures).
+            switch record.result {
+            case .challengeRefused:
+                state.snapshot.challengePasses += 1
+                return
+            case .challengeAccepted:
+                state.snapshot.challengeFindings += 1
+                return
+            case .completed, .blockedCleartext, .failed, .reported, .clientUntrustedCA:
+                break
+            }
             state.snapshot.requests += 1
             let violation: Bool
             switch record.result {
@@ -56,12 +68,8 @@ public final class SessionStats: Sendable {
             case .clientUntrustedCA:
                 state.snapshot.clientUntrustedCA += 1
                 violation = false
-            case .challengeRefused:
-                state.snapshot.challengePasses += 1
-                violation = false
-            case .challengeAccepted:
-                state.snapshot.challengeFindings += 1
-                violation = false
+            case .challengeRefused, .challengeAccepted:
+                preconditionFailure("SessionStats.record: challenge records are counted above")
             }
             if violation {
                 state.snapshot.violations += 1
