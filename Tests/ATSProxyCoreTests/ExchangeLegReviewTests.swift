@@ -121,4 +121,27 @@ import Testing
         #expect(records.map(\.result) == [.challengeRefused], "\(records)")
         #expect(Session.records(commands).count == 1)
     }
+
+    /// Request bytes that never become a whole head (malformed, an HTTP/2 preface on the HTTP/1.1 connection, a head
+    /// cut short by the header timeout or the client's close) still went through the forged server: a finding, never
+    /// a pass, and nothing reaches an origin.
+    @Test(arguments: [
+        ("GET /v1 HTTP/1.1\r\nno colon here\r\n\r\n", ProxyEvent.clientGone),
+        ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", ProxyEvent.clientGone),
+        ("GET /v1 HTTP/1.1\r\nHost: api.exa", ProxyEvent.timerFired),
+        ("GET /v1 HTTP/1.1\r\nHost: api.exa", ProxyEvent.clientEOF),
+    ])
+    func requestBytesThroughTheChallengeAreAFindingEvenWithoutAWholeHead(bytes: String, then event: ProxyEvent) throws {
+        let harness = try Self.challengedHarness()
+        var (client, commands) = try Self.acceptChallenge(harness)
+        _ = client.write(Array(bytes.utf8))
+        commands += harness.send(.clientBytes(client.takeOutbound()))
+        commands += harness.send(event)
+        commands += harness.send(.clientGone)
+        let records = Self.challengeRecords(commands)
+        #expect(records.map(\.result) == [.challengeAccepted], "\(records)")
+        #expect(Session.records(commands).count == 1, "one record per challenged connection")
+        #expect(Session.connects(commands).isEmpty)
+        #expect(Session.closesClient(commands))
+    }
 }

@@ -37,30 +37,37 @@ extension ProxySession {
         answerLocally(status: 502, reason: "Bad Gateway", body: body, keepAlive: false)
     }
 
-    /// The connection ends before any verdict (a close during the handshake or before a request): a pass.
+    /// The connection ends before any verdict: a close during the handshake or before a request is a pass; request
+    /// bytes that never became a whole head (malformed, or cut short by the header timeout or the client's close)
+    /// went through the forged server all the same, and are the finding.
     mutating func challengeConnectionEnded() {
         guard var probe = challenge, probe.outcome == nil else { return }
-        let outcome = probe.clientClosed()
+        // After the handshake the parser reads only what the client sent through the challenged connection.
+        var sentRequestBytes = false
+        if case .established = probe.state { sentRequestBytes = !parser.isIdle }
+        let outcome = sentRequestBytes ? probe.requestReceived() : probe.clientClosed()
         challenge = probe
         logChallenge(outcome, request: nil, bytesToClient: 0)
     }
 
     /// The one record of a challenged connection. A pass is the CONNECT's (numbered like a refused handshake's);
-    /// a finding is the request's.
+    /// a finding is the request's (its head when it had a whole one, `-` for the method and the tunnel's origin for
+    /// the URL otherwise; answered 502 when the head was whole).
     mutating func logChallenge(_ outcome: ChallengeOutcome, request head: HTTPRequestHead?, bytesToClient: Int) {
         guard let tunnel = role.tunnel else { return }
         let appTrust = AppTrustRecord(challenge: outcome.kind.rawValue, challengeMeaning: outcome.meaning)
         let record: RequestRecord
-        if let head {
+        if outcome.isFinding {
             var path = ""
-            if case .origin(let origin) = head.target { path = origin }
+            if case .origin(let origin)? = head?.target { path = origin }
+            if head == nil { requestCount += 1 }
             record = RequestRecord(
                 time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount),
-                method: head.method,
+                method: head?.method ?? "-",
                 url: tunnel.url(path: path.isEmpty ? "/" : path), host: tunnel.host, httpProtocol: "http/1.1",
-                source: leg.requestSource(head), result: .challengeAccepted, atsRequired: false, ruleChain: [],
-                rule: outcome.meaning, status: 502, requestHeaders: head.headers.fields, bytesToClient: bytesToClient,
-                appTrust: appTrust)
+                source: head.map { leg.requestSource($0) } ?? .urlsession, result: .challengeAccepted,
+                atsRequired: false, ruleChain: [], rule: outcome.meaning, status: head == nil ? nil : 502,
+                requestHeaders: head?.headers.fields ?? [], bytesToClient: bytesToClient, appTrust: appTrust)
         } else {
             record = RequestRecord(
                 time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount + 1),
