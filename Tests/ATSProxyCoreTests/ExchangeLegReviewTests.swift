@@ -144,4 +144,126 @@ import Testing
         #expect(Session.connects(commands).isEmpty)
         #expect(Session.closesClient(commands))
     }
+
+    // MARK: - Tunnels and upgrades through lane 0
+
+    static func releases(_ commands: [ProxyCommand]) -> [String] {
+        commands.compactMap {
+            if case .releaseUpstream(let lease) = $0 { "\(lease.key.host):\(lease.key.port)" } else { nil }
+        }
+    }
+
+    static func timerCommands(_ commands: [ProxyCommand]) -> [String] {
+        commands.compactMap { command in
+            switch command {
+            case .armTimer(let seconds): "\(seconds)"
+            case .cancelTimer: "cancel"
+            default: nil
+            }
+        }
+    }
+
+    static func reuseKey(_ commands: [ProxyCommand]) -> [UpstreamKey?] {
+        commands.compactMap { if case .connectUpstream(_, _, let reuse) = $0 { reuse } else { nil } }
+    }
+
+    /// A keep-alive cleartext request answered on a pooled-able upstream of `harness`'s session (task 1).
+    static func oneRequest(_ harness: Session.Harness) -> [ProxyCommand] {
+        var commands = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        commands += harness.send(.upstreamConnected)
+        commands += harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx".utf8)))
+        #expect(Session.records(commands).map(\.status) == [200])
+        return commands
+    }
+
+    /// A passthrough CONNECT after a request on the same proxy connection: the idle upstream goes back to the pool
+    /// before the probe connects; the probe's one record comes when the tunnel opens, the 200 after it, then the
+    /// bytes the client sent early, and raw bytes both ways until the origin closes.
+    @Test func aPassthroughCONNECTAfterARequestReleasesTheIdleUpstreamThenProbesAndRelays() throws {
+        var settings = ProxySettings()
+        settings.passthroughHosts = ["secure.pass.test"]
+        let harness = try Session.Harness(settings: settings)
+        _ = Self.oneRequest(harness)
+        let connect = harness.send(
+            "CONNECT secure.pass.test:443 HTTP/1.1\r\nHost: secure.pass.test:443\r\n\r\nEARLY")
+        #expect(Self.releases(connect) == ["localhost:9000"], "\(connect)")
+        #expect(Session.connects(connect) == ["secure.pass.test:443"])
+        #expect(Self.reuseKey(connect) == [nil], "a probe never takes a pooled connection")
+        #expect(Session.clientWrites(connect).isEmpty, "no answer before the probe's verdict")
+        #expect(connect.contains { if case .pauseClientReads = $0 { true } else { false } })
+        // The probe's handshake, judged like a request's.
+        let origin = try harness.originServer(host: "secure.pass.test")
+        var commands = harness.send(.upstreamConnected)
+        var all = commands
+        for _ in 0..<10 where Session.connects(all).isEmpty {
+            origin.receive(Session.upstreamWrites(commands))
+            _ = origin.handshake()
+            guard origin.hasOutbound else { break }
+            commands = harness.send(.upstreamBytes(origin.takeOutbound()))
+            all += commands
+        }
+        #expect(Session.connects(all) == ["secure.pass.test:443"], "the raw tunnel's own connection: \(all)")
+        #expect(Session.records(all).isEmpty, "the probe's record waits for the tunnel")
+        let opened = harness.send(.upstreamConnected)
+        let records = Session.records(opened)
+        #expect(records.map(\.method) == ["CONNECT"])
+        #expect(records.map(\.status) == [200])
+        #expect(records.first?.taskID.hasSuffix(".2") == true, "\(records.map(\.taskID))")
+        #expect(Session.text(Session.clientWrites(opened)) == "HTTP/1.1 200 Connection established\r\n\r\n")
+        #expect(Session.text(Session.upstreamWrites(opened)) == "EARLY")
+        #expect(opened.contains { if case .resumeClientReads = $0 { true } else { false } })
+        #expect(Self.timerCommands(opened).last == "cancel", "a relaying tunnel has no timer: \(opened)")
+        #expect(Session.text(Session.upstreamWrites(harness.send("more"))) == "more")
+        #expect(Session.text(Session.clientWrites(harness.send(.upstreamBytes(Array("back".utf8))))) == "back")
+        let end = harness.send(.upstreamEOF)
+        #expect(Session.closesClient(end))
+        #expect(Session.records(end).isEmpty, "one record per tunnel")
+    }
+
+    /// A left-alone host's CONNECT after a request: the idle upstream goes back to the pool, the blind tunnel opens
+    /// without a probe or a record.
+    @Test func aBlindTunnelAfterARequestReleasesTheIdleUpstreamAndIsNotRecorded() throws {
+        var settings = ProxySettings()
+        settings.hostFilter = try HostFilter(mode: .ignore, patterns: ["ignored\\.test"])
+        let harness = try Session.Harness(settings: settings)
+        _ = Self.oneRequest(harness)
+        let connect = harness.send("CONNECT ignored.test:443 HTTP/1.1\r\nHost: ignored.test:443\r\n\r\nhello")
+        #expect(Self.releases(connect) == ["localhost:9000"], "\(connect)")
+        #expect(Session.connects(connect) == ["ignored.test:443"])
+        let opened = harness.send(.upstreamConnected)
+        #expect(Session.records(opened).isEmpty)
+        #expect(Session.text(Session.clientWrites(opened)) == "HTTP/1.1 200 Connection established\r\n\r\n")
+        #expect(Session.text(Session.upstreamWrites(opened)) == "hello")
+        let end = harness.send(.clientEOF)
+        #expect(Session.closesClient(end))
+        #expect(Session.records(end).isEmpty)
+    }
+
+    /// 101 Switching Protocols on lane 0: the response and the origin's first raw bytes reach the client, what the
+    /// client pipelined behind its request (held by the parser) reaches the origin, the exchange is recorded once,
+    /// the timer stops and raw bytes flow both ways from then on.
+    @Test func anUpgradeOnAClientConnectionRelaysTheHeldBytesAndStopsTheTimer() throws {
+        let harness = try Session.Harness()
+        let request =
+            "GET http://localhost:9000/ws HTTP/1.1\r\nHost: localhost:9000\r\nConnection: Upgrade\r\n"
+            + "Upgrade: websocket\r\n\r\nFRAME1"
+        _ = harness.send(request)
+        let sent = harness.send(.upstreamConnected)
+        #expect(!Session.text(Session.upstreamWrites(sent)).contains("FRAME1"), "held until the origin switches")
+        let switched = harness.send(
+            .upstreamBytes(
+                Array(
+                    "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nSERVER1".utf8)
+            ))
+        #expect(Session.text(Session.clientWrites(switched)).hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"))
+        #expect(Session.text(Session.clientWrites(switched)).hasSuffix("\r\n\r\nSERVER1"))
+        #expect(Session.text(Session.upstreamWrites(switched)) == "FRAME1")
+        #expect(Session.records(switched).map(\.status) == [101])
+        #expect(Self.timerCommands(switched).last == "cancel", "a relaying connection has no timer: \(switched)")
+        #expect(Session.text(Session.upstreamWrites(harness.send("FRAME2"))) == "FRAME2")
+        #expect(Session.text(Session.clientWrites(harness.send(.upstreamBytes(Array("SERVER2".utf8))))) == "SERVER2")
+        let end = harness.send(.upstreamEOF)
+        #expect(Session.closesClient(end))
+        #expect(Session.records(end).isEmpty)
+    }
 }
