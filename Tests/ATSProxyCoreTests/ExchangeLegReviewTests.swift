@@ -145,6 +145,73 @@ import Testing
         #expect(Session.closesClient(commands))
     }
 
+    /// A small deterministic generator for the walks below (SplitMix64).
+    struct Walk {
+        var state: UInt64
+        mutating func next(_ bound: Int) -> Int {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int((z ^ (z >> 31)) % UInt64(bound))
+        }
+    }
+
+    /// Challenged connections driven through random orders of what a driver may deliver (the handshake accepted or
+    /// broken off, whole, partial or malformed requests, timers, drains, EOF, the client gone): each gets exactly
+    /// one challenge record, a finding exactly when the client sent request bytes after the handshake, nothing
+    /// reaches an origin, and nothing follows `.closeClient`.
+    @Test(arguments: 0..<40)
+    func everyChallengedConnectionGetsExactlyOneVerdict(seed: Int) throws {
+        var walk = Walk(state: UInt64(seed) &* 7919)
+        let harness = try Self.challengedHarness()
+        let connect = "CONNECT \(Self.challengedHost):443 HTTP/1.1\r\nHost: \(Self.challengedHost):443\r\n\r\n"
+        var commands: [ProxyCommand] = []
+        var client: TLSConnection?
+        var sentRequestBytes = false
+        switch walk.next(3) {
+        case 0:
+            commands = harness.send(connect)
+            commands += harness.send(.clientBytes(Array("\u{16}\u{03}\u{01}garbage".utf8)))
+        case 1:
+            commands = harness.send(connect)
+            commands += harness.send([ProxyEvent.drain, .timerFired, .clientEOF][walk.next(3)])
+        default:
+            let accepted = try Self.acceptChallenge(harness)
+            client = accepted.0
+            commands = accepted.1
+        }
+        let requests = [
+            "GET /a HTTP/1.1\r\nHost: \(Self.challengedHost)\r\n\r\n", "GET /partial HTTP/1.1\r\nHo",
+            "BROKEN\r\n\r\n", "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab",
+        ]
+        var closed = Session.closesClient(commands)
+        for _ in 0..<4 where !closed {
+            let answer: [ProxyCommand]
+            switch walk.next(6) {
+            case 0, 1:
+                guard let client else { continue }
+                _ = client.write(Array(requests[walk.next(requests.count)].utf8))
+                sentRequestBytes = true
+                answer = harness.send(.clientBytes(client.takeOutbound()))
+            case 2: answer = harness.send(.timerFired)
+            case 3: answer = harness.send(.drain)
+            case 4: answer = harness.send(.clientEOF)
+            default: answer = harness.send(.clientGone)
+            }
+            commands += answer
+            closed = Session.closesClient(answer)
+        }
+        if !closed { commands += harness.send(.clientGone) }
+        let after = harness.send(.timerFired) + harness.send(.clientGone)
+        #expect(after.isEmpty, "nothing after the close: \(after)")
+        let records = Session.records(commands)
+        #expect(records.count == 1, "\(records.map { "\($0.result) \($0.rule)" })")
+        #expect(records.allSatisfy { $0.appTrust?.challenge == "wrong-host" })
+        #expect(records.map(\.result) == [sentRequestBytes ? .challengeAccepted : .challengeRefused])
+        #expect(Session.connects(commands).isEmpty)
+    }
+
     // MARK: - Tunnels and upgrades through lane 0
 
     static func releases(_ commands: [ProxyCommand]) -> [String] {
