@@ -43,31 +43,32 @@ extension ProxySession {
     mutating func challengeConnectionEnded() {
         guard var probe = challenge, probe.outcome == nil else { return }
         // After the handshake the parser reads only what the client sent through the challenged connection.
-        var sentRequestBytes = false
-        if case .established = probe.state { sentRequestBytes = !parser.isIdle }
-        let outcome = sentRequestBytes ? probe.requestReceived() : probe.clientClosed()
+        if case .established = probe.state, !parser.isIdle {
+            let outcome = probe.requestReceived()
+            challenge = probe
+            return logPartialRequestFinding(outcome)
+        }
+        let outcome = probe.clientClosed()
         challenge = probe
         logChallenge(outcome, request: nil, bytesToClient: 0)
     }
 
     /// The one record of a challenged connection. A pass is the CONNECT's (numbered like a refused handshake's);
-    /// a finding is the request's (its head when it had a whole one, `-` for the method and the tunnel's origin for
-    /// the URL otherwise; answered 502 when the head was whole).
+    /// a finding is the request's.
     mutating func logChallenge(_ outcome: ChallengeOutcome, request head: HTTPRequestHead?, bytesToClient: Int) {
         guard let tunnel = role.tunnel else { return }
         let appTrust = AppTrustRecord(challenge: outcome.kind.rawValue, challengeMeaning: outcome.meaning)
         let record: RequestRecord
-        if outcome.isFinding {
+        if let head {
             var path = ""
-            if case .origin(let origin)? = head?.target { path = origin }
-            if head == nil { requestCount += 1 }
+            if case .origin(let origin) = head.target { path = origin }
             record = RequestRecord(
                 time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount),
-                method: head?.method ?? "-",
+                method: head.method,
                 url: tunnel.url(path: path.isEmpty ? "/" : path), host: tunnel.host, httpProtocol: "http/1.1",
-                source: head.map { leg.requestSource($0) } ?? .urlsession, result: .challengeAccepted,
-                atsRequired: false, ruleChain: [], rule: outcome.meaning, status: head == nil ? nil : 502,
-                requestHeaders: head?.headers.fields ?? [], bytesToClient: bytesToClient, appTrust: appTrust)
+                source: leg.requestSource(head), result: .challengeAccepted, atsRequired: false, ruleChain: [],
+                rule: outcome.meaning, status: 502, requestHeaders: head.headers.fields, bytesToClient: bytesToClient,
+                appTrust: appTrust)
         } else {
             record = RequestRecord(
                 time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount + 1),
@@ -76,5 +77,22 @@ extension ProxySession {
                 atsRequired: false, ruleChain: [], rule: outcome.meaning, appTrust: appTrust)
         }
         leg.commands.append(.log(record))
+    }
+
+    /// The finding of a challenged connection whose client sent request bytes that never became a whole head: no
+    /// method or target to record (`-` and the tunnel's origin), no status of the proxy's (the client got the
+    /// 400 or 408 of a malformed or late head, or nothing), numbered as the next task.
+    mutating func logPartialRequestFinding(_ outcome: ChallengeOutcome) {
+        guard let tunnel = role.tunnel else { return }
+        requestCount += 1
+        let (decision, _) = leg.decide(tunnel.target, source: .urlsession)
+        leg.commands.append(
+            .log(
+                RequestRecord(
+                    time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount), method: "-",
+                    url: tunnel.url(path: "/"), host: tunnel.host, httpProtocol: "http/1.1", source: .urlsession,
+                    result: .challengeAccepted, atsRequired: decision.atsRequired, ruleChain: decision.ruleTexts,
+                    rule: outcome.meaning,
+                    appTrust: AppTrustRecord(challenge: outcome.kind.rawValue, challengeMeaning: outcome.meaning))))
     }
 }
