@@ -1,3 +1,4 @@
+import ATSHTTP2
 import ATSPolicy
 import ATSTLS
 import Foundation
@@ -332,5 +333,36 @@ import Testing
         let end = harness.send(.upstreamEOF)
         #expect(Session.closesClient(end))
         #expect(Session.records(end).isEmpty)
+    }
+
+    // MARK: - Stream legs
+
+    /// A stream's leg whose response ends before its request body: the exchange finishes (one record) when the
+    /// body ends, the leg's `finished(keepAlive: false)` shuts it down, the lane closes once, and nothing for that
+    /// lane follows its close; the next stream gets a lane of its own.
+    @Test func aStreamAnsweredBeforeItsBodyEndedClosesItsLaneOnceTheBodyEnds() throws {
+        typealias H2 = HTTP2FrontendTests
+        let harness = try H2.Harness()
+        let client = try #require(harness.client)
+        let (stream, _) = try harness.request(
+            "/upload", method: "POST", headers: [HTTP2Header("content-length", "10")], body: Array("hello".utf8),
+            endStream: false)
+        harness.connect(lane: 1)
+        let answered = harness.respond(lane: 1, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n")
+        #expect(harness.stream(stream).head?.first { $0.name == ":status" }?.value == "413")
+        #expect(H2.records(answered).isEmpty, "the exchange ends with its request")
+        #expect(!H2.names(answered).contains("1:closeClient"))
+        try client.submitData(stream: stream, bytes: Array("world".utf8), endStream: true)
+        let ended = harness.flushClient()
+        let records = H2.records(ended)
+        #expect(records.map(\.status) == [413])
+        #expect(records.first?.bytesFromClient == 10)
+        let names = H2.names(ended)
+        let close = try #require(names.firstIndex(of: "1:closeClient"), "\(names)")
+        #expect(names.filter { $0 == "1:closeClient" }.count == 1)
+        #expect(!names[(close + 1)...].contains { $0.hasPrefix("1:") }, "lane 1 after its close: \(names)")
+        #expect(harness.received(lane: 1).hasSuffix("helloworld"))
+        let (_, next) = try harness.request("/next")
+        #expect(H2.connects(next).map(\.lane) == [2])
     }
 }
