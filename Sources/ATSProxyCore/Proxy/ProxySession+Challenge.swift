@@ -37,9 +37,17 @@ extension ProxySession {
         answerLocally(status: 502, reason: "Bad Gateway", body: body, keepAlive: false)
     }
 
-    /// The connection ends before any verdict (a close during the handshake or before a request): a pass.
+    /// The connection ends before any verdict: a close during the handshake or before a request is a pass; request
+    /// bytes that never became a whole head (malformed, or cut short by the header timeout or the client's close)
+    /// went through the forged server all the same, and are the finding.
     mutating func challengeConnectionEnded() {
         guard var probe = challenge, probe.outcome == nil else { return }
+        // After the handshake the parser reads only what the client sent through the challenged connection.
+        if case .established = probe.state, !parser.isIdle {
+            let outcome = probe.requestReceived()
+            challenge = probe
+            return logPartialRequestFinding(outcome)
+        }
         let outcome = probe.clientClosed()
         challenge = probe
         logChallenge(outcome, request: nil, bytesToClient: 0)
@@ -83,5 +91,22 @@ extension ProxySession {
                 appTrust: appTrust)
         }
         leg.commands.append(.log(record))
+    }
+
+    /// The finding of a challenged connection whose client sent request bytes that never became a whole head: no
+    /// method or target to record (`-` and the tunnel's origin), no status of the proxy's (the client got the
+    /// 400 or 408 of a malformed or late head, or nothing), numbered as the next task.
+    mutating func logPartialRequestFinding(_ outcome: ChallengeOutcome) {
+        guard let tunnel = role.tunnel else { return }
+        requestCount += 1
+        let (decision, _) = leg.decide(tunnel.target, source: .urlsession)
+        leg.commands.append(
+            .log(
+                RequestRecord(
+                    time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount), method: "-",
+                    url: tunnel.url(path: "/"), host: tunnel.host, httpProtocol: "http/1.1", source: .urlsession,
+                    result: .challengeAccepted, atsRequired: decision.atsRequired, ruleChain: decision.ruleTexts,
+                    rule: outcome.meaning,
+                    appTrust: AppTrustRecord(challenge: outcome.kind.rawValue, challengeMeaning: outcome.meaning))))
     }
 }

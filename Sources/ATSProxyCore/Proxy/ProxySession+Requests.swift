@@ -10,16 +10,18 @@ extension ProxySession {
     mutating func requestHead(_ head: HTTPRequestHead, framing: HTTPBodyFraming) {
         // A new request ends the idle period, whether or not it becomes an exchange (a local answer does not).
         leg.timers.endIdlePeriod()
+        if challenge != nil, inTunnel {
+            // The client accepted the forged server this connection presented: whatever it asks for (a CONNECT
+            // too, which would otherwise be a 400 and then a pass for a client that sent no request) is the finding.
+            requestCount += 1
+            return challengeAccepted(head)
+        }
         if head.method == "CONNECT" {
             // CONNECT is not a task in CFNetwork's numbering; the requests inside the tunnel are.
             connect(head)
             return
         }
         requestCount += 1
-        if challenge != nil, inTunnel {
-            // The client accepted the forged server this connection presented.
-            return challengeAccepted(head)
-        }
         let clientKeepAlive = HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
         if case .intercepted(let tunnel) = role {
             switch TunnelRequestCheck.check(head, host: tunnel.host, port: tunnel.port) {

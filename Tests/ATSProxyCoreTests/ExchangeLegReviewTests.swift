@@ -1,0 +1,368 @@
+import ATSHTTP2
+import ATSPolicy
+import ATSTLS
+import Foundation
+import Testing
+
+@testable import ATSProxyCore
+
+/// Regression tests from the review of the `ExchangeLeg`/`ProxySession` split and of `--challenge` in the session:
+/// each pins a behaviour the split or the challenge wiring could get wrong, at the event/command level.
+@Suite struct ExchangeLegReviewTests {
+    typealias Session = ProxySessionTests
+
+    // MARK: - Challenge mode in the session
+
+    static let challengedHost = "api.example.com"
+
+    /// A harness whose session challenges every connection to `challengedHost` with `kind` (`--challenge-every 1`),
+    /// its challenge contexts offering http/1.1 only, as `run` builds them.
+    static func challengedHarness(kind: ChallengeKind = .wrongHost) throws -> Session.Harness {
+        let harness = try Session.Harness()
+        let base = harness.session.services
+        let rotation = ChallengeRotation(
+            specs: [try ChallengeSpec(parsing: "api\\.example\\.com=\(kind.rawValue)")], every: 1)
+        let contexts = try ChallengeTLSContexts(
+            certificates: try ChallengeCertificates(authority: harness.proxyCA),
+            alpn: ServerTLSContext.preferring(["http/1.1"]))
+        let appTrust = AppTrustServices(
+            challenges: rotation, challengeContexts: contexts, pinningPolicies: [],
+            realTrust: try TrustStore(systemRoots: false),
+            interceptionTrust: try TrustStore(systemRoots: false, extraAnchors: [harness.proxyCA.certificate]),
+            leaves: try LeafCertificateCache(authority: harness.proxyCA))
+        let services = ProxyServices(
+            policy: base.policy, settings: base.settings, serverTLS: base.serverTLS, upstreamTLS: base.upstreamTLS,
+            processID: base.processID, appTrust: appTrust)
+        harness.session = ProxySession(services: services, clientAddress: "127.0.0.1:5000", connectionNumber: 1)
+        _ = harness.session.start()
+        return harness
+    }
+
+    /// CONNECT, then a client that does not verify the server completes the handshake with whatever the session
+    /// presents. Returns the client engine and every command the session answered on the way.
+    static func acceptChallenge(_ harness: Session.Harness) throws -> (TLSConnection, [ProxyCommand]) {
+        var commands = harness.send(
+            "CONNECT \(challengedHost):443 HTTP/1.1\r\nHost: \(challengedHost):443\r\n\r\n")
+        let clientContext = try TLSContext(role: .client)
+        try clientContext.setVersions(minimum: .tls12, maximum: .tls13)
+        try clientContext.setClientALPN(["h2", "http/1.1"])
+        let client = try TLSConnection(context: clientContext, serverName: challengedHost)
+        for _ in 0..<10 {
+            let progress = client.handshake()
+            if progress == .complete && !client.hasOutbound { break }
+            if case .failed(let failure) = progress { Issue.record("client handshake failed: \(failure)") }
+            let reply = harness.send(.clientBytes(client.takeOutbound()))
+            commands += reply
+            client.receive(Session.clientWrites(reply))
+        }
+        #expect(client.state == .established)
+        #expect(client.negotiatedALPN != "h2", "a challenged connection never speaks HTTP/2")
+        return (client, commands)
+    }
+
+    static func challengeRecords(_ commands: [ProxyCommand]) -> [RequestRecord] {
+        Session.records(commands).filter { $0.appTrust?.challenge != nil }
+    }
+
+    @Test func aClientThatBreaksOffTheChallengedHandshakeIsOnePass() throws {
+        let harness = try Self.challengedHarness()
+        var commands = harness.send(
+            "CONNECT \(Self.challengedHost):443 HTTP/1.1\r\nHost: \(Self.challengedHost):443\r\n\r\n")
+        commands += harness.send(.clientBytes(Array("not a ClientHello at all\r\n\r\n".utf8)))
+        commands += harness.send(.clientGone)
+        let records = Self.challengeRecords(commands)
+        #expect(records.map(\.result) == [.challengeRefused], "\(records)")
+        #expect(records.first?.appTrust?.challenge == "wrong-host")
+        #expect(Session.connects(commands).isEmpty)
+        #expect(Session.closesClient(commands))
+    }
+
+    @Test func aRequestThroughTheChallengeIsOneFindingAnswered502AndNeverForwarded() throws {
+        let harness = try Self.challengedHarness()
+        var (client, commands) = try Self.acceptChallenge(harness)
+        #expect(Self.challengeRecords(commands).isEmpty, "no verdict before a request: \(commands)")
+        _ = client.write(Array("GET /v1 HTTP/1.1\r\nHost: \(Self.challengedHost)\r\n\r\n".utf8))
+        let answer = harness.send(.clientBytes(client.takeOutbound()))
+        commands += answer
+        client.receive(Session.clientWrites(answer))
+        #expect(Session.text(Session.readAll(client)).hasPrefix("HTTP/1.1 502 "))
+        commands += harness.send(.clientGone)
+        commands += harness.send(.timerFired)
+        let records = Self.challengeRecords(commands)
+        #expect(records.map(\.result) == [.challengeAccepted], "\(records)")
+        #expect(records.first?.url == "https://api.example.com/v1")
+        #expect(Session.records(commands).count == 1, "one record per challenged connection")
+        #expect(Session.connects(commands).isEmpty, "nothing of a challenged connection reaches an origin")
+        #expect(Session.closesClient(answer))
+    }
+
+    /// A CONNECT sent through the challenged tunnel is a request the client sent through the forged server like any
+    /// other: a finding, not a 400 followed by a pass ("closed without sending a request").
+    @Test func aCONNECTThroughTheChallengeIsAFindingToo() throws {
+        let harness = try Self.challengedHarness()
+        var (client, commands) = try Self.acceptChallenge(harness)
+        _ = client.write(Array("CONNECT other.example.com:443 HTTP/1.1\r\nHost: other.example.com:443\r\n\r\n".utf8))
+        let answer = harness.send(.clientBytes(client.takeOutbound()))
+        commands += answer
+        client.receive(Session.clientWrites(answer))
+        #expect(Session.text(Session.readAll(client)).hasPrefix("HTTP/1.1 502 "))
+        commands += harness.send(.clientGone)
+        let records = Self.challengeRecords(commands)
+        #expect(records.map(\.result) == [.challengeAccepted], "\(records)")
+        #expect(Session.records(commands).count == 1, "one record per challenged connection")
+        #expect(Session.connects(commands).isEmpty)
+    }
+
+    @Test func aClientThatClosesAfterTheChallengedHandshakeWithoutARequestIsOnePass() throws {
+        let harness = try Self.challengedHarness()
+        var (_, commands) = try Self.acceptChallenge(harness)
+        commands += harness.send(.clientEOF)
+        commands += harness.send(.clientGone)
+        let records = Self.challengeRecords(commands)
+        #expect(records.map(\.result) == [.challengeRefused], "\(records)")
+        #expect(Session.records(commands).count == 1)
+    }
+
+    /// Request bytes that never become a whole head (malformed, an HTTP/2 preface on the HTTP/1.1 connection, a head
+    /// cut short by the header timeout or the client's close) still went through the forged server: a finding, never
+    /// a pass, and nothing reaches an origin.
+    @Test(arguments: [
+        ("GET /v1 HTTP/1.1\r\nno colon here\r\n\r\n", ProxyEvent.clientGone),
+        ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", ProxyEvent.clientGone),
+        ("GET /v1 HTTP/1.1\r\nHost: api.exa", ProxyEvent.timerFired),
+        ("GET /v1 HTTP/1.1\r\nHost: api.exa", ProxyEvent.clientEOF),
+    ])
+    func requestBytesThroughTheChallengeAreAFindingEvenWithoutAWholeHead(bytes: String, then event: ProxyEvent) throws {
+        let harness = try Self.challengedHarness()
+        var (client, commands) = try Self.acceptChallenge(harness)
+        _ = client.write(Array(bytes.utf8))
+        commands += harness.send(.clientBytes(client.takeOutbound()))
+        commands += harness.send(event)
+        commands += harness.send(.clientGone)
+        let records = Self.challengeRecords(commands)
+        #expect(records.map(\.result) == [.challengeAccepted], "\(records)")
+        #expect(Session.records(commands).count == 1, "one record per challenged connection")
+        #expect(Session.connects(commands).isEmpty)
+        #expect(Session.closesClient(commands))
+    }
+
+    /// A small deterministic generator for the walks below (SplitMix64).
+    struct Walk {
+        var state: UInt64
+        mutating func next(_ bound: Int) -> Int {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int((z ^ (z >> 31)) % UInt64(bound))
+        }
+    }
+
+    /// Challenged connections driven through random orders of what a driver may deliver (the handshake accepted or
+    /// broken off, whole, partial or malformed requests, timers, drains, EOF, the client gone): each gets exactly
+    /// one challenge record, a finding exactly when the client sent request bytes after the handshake, nothing
+    /// reaches an origin, and nothing follows `.closeClient`.
+    @Test(arguments: 0..<40)
+    func everyChallengedConnectionGetsExactlyOneVerdict(seed: Int) throws {
+        var walk = Walk(state: UInt64(seed) &* 7919)
+        let harness = try Self.challengedHarness()
+        let connect = "CONNECT \(Self.challengedHost):443 HTTP/1.1\r\nHost: \(Self.challengedHost):443\r\n\r\n"
+        var commands: [ProxyCommand] = []
+        var client: TLSConnection?
+        var sentRequestBytes = false
+        switch walk.next(3) {
+        case 0:
+            commands = harness.send(connect)
+            commands += harness.send(.clientBytes(Array("\u{16}\u{03}\u{01}garbage".utf8)))
+        case 1:
+            commands = harness.send(connect)
+            commands += harness.send([ProxyEvent.drain, .timerFired, .clientEOF][walk.next(3)])
+        default:
+            let accepted = try Self.acceptChallenge(harness)
+            client = accepted.0
+            commands = accepted.1
+        }
+        let requests = [
+            "GET /a HTTP/1.1\r\nHost: \(Self.challengedHost)\r\n\r\n", "GET /partial HTTP/1.1\r\nHo",
+            "BROKEN\r\n\r\n", "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab",
+        ]
+        var closed = Session.closesClient(commands)
+        for _ in 0..<4 where !closed {
+            let answer: [ProxyCommand]
+            switch walk.next(6) {
+            case 0, 1:
+                guard let client else { continue }
+                _ = client.write(Array(requests[walk.next(requests.count)].utf8))
+                sentRequestBytes = true
+                answer = harness.send(.clientBytes(client.takeOutbound()))
+            case 2: answer = harness.send(.timerFired)
+            case 3: answer = harness.send(.drain)
+            case 4: answer = harness.send(.clientEOF)
+            default: answer = harness.send(.clientGone)
+            }
+            commands += answer
+            closed = Session.closesClient(answer)
+        }
+        if !closed { commands += harness.send(.clientGone) }
+        let after = harness.send(.timerFired) + harness.send(.clientGone)
+        #expect(after.isEmpty, "nothing after the close: \(after)")
+        let records = Session.records(commands)
+        #expect(records.count == 1, "\(records.map { "\($0.result) \($0.rule)" })")
+        #expect(records.allSatisfy { $0.appTrust?.challenge == "wrong-host" })
+        #expect(records.map(\.result) == [sentRequestBytes ? .challengeAccepted : .challengeRefused])
+        #expect(Session.connects(commands).isEmpty)
+    }
+
+    // MARK: - Tunnels and upgrades through lane 0
+
+    static func releases(_ commands: [ProxyCommand]) -> [String] {
+        commands.compactMap {
+            if case .releaseUpstream(let lease) = $0 { "\(lease.key.host):\(lease.key.port)" } else { nil }
+        }
+    }
+
+    static func timerCommands(_ commands: [ProxyCommand]) -> [String] {
+        commands.compactMap { command in
+            switch command {
+            case .armTimer(let seconds): "\(seconds)"
+            case .cancelTimer: "cancel"
+            default: nil
+            }
+        }
+    }
+
+    static func reuseKey(_ commands: [ProxyCommand]) -> [UpstreamKey?] {
+        commands.compactMap { if case .connectUpstream(_, _, let reuse) = $0 { reuse } else { nil } }
+    }
+
+    /// A keep-alive cleartext request answered on a pooled-able upstream of `harness`'s session (task 1).
+    static func oneRequest(_ harness: Session.Harness) -> [ProxyCommand] {
+        var commands = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        commands += harness.send(.upstreamConnected)
+        commands += harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx".utf8)))
+        #expect(Session.records(commands).map(\.status) == [200])
+        return commands
+    }
+
+    /// A passthrough CONNECT after a request on the same proxy connection: the idle upstream goes back to the pool
+    /// before the probe connects; the probe's one record comes when the tunnel opens, the 200 after it, then the
+    /// bytes the client sent early, and raw bytes both ways until the origin closes.
+    @Test func aPassthroughCONNECTAfterARequestReleasesTheIdleUpstreamThenProbesAndRelays() throws {
+        var settings = ProxySettings()
+        settings.passthroughHosts = ["secure.pass.test"]
+        let harness = try Session.Harness(settings: settings)
+        _ = Self.oneRequest(harness)
+        let connect = harness.send(
+            "CONNECT secure.pass.test:443 HTTP/1.1\r\nHost: secure.pass.test:443\r\n\r\nEARLY")
+        #expect(Self.releases(connect) == ["localhost:9000"], "\(connect)")
+        #expect(Session.connects(connect) == ["secure.pass.test:443"])
+        #expect(Self.reuseKey(connect) == [nil], "a probe never takes a pooled connection")
+        #expect(Session.clientWrites(connect).isEmpty, "no answer before the probe's verdict")
+        #expect(connect.contains { if case .pauseClientReads = $0 { true } else { false } })
+        // The probe's handshake, judged like a request's.
+        let origin = try harness.originServer(host: "secure.pass.test")
+        var commands = harness.send(.upstreamConnected)
+        var all = commands
+        for _ in 0..<10 where Session.connects(all).isEmpty {
+            origin.receive(Session.upstreamWrites(commands))
+            _ = origin.handshake()
+            guard origin.hasOutbound else { break }
+            commands = harness.send(.upstreamBytes(origin.takeOutbound()))
+            all += commands
+        }
+        #expect(Session.connects(all) == ["secure.pass.test:443"], "the raw tunnel's own connection: \(all)")
+        #expect(Session.records(all).isEmpty, "the probe's record waits for the tunnel")
+        let opened = harness.send(.upstreamConnected)
+        let records = Session.records(opened)
+        #expect(records.map(\.method) == ["CONNECT"])
+        #expect(records.map(\.status) == [200])
+        #expect(records.first?.taskID.hasSuffix(".2") == true, "\(records.map(\.taskID))")
+        #expect(Session.text(Session.clientWrites(opened)) == "HTTP/1.1 200 Connection established\r\n\r\n")
+        #expect(Session.text(Session.upstreamWrites(opened)) == "EARLY")
+        #expect(opened.contains { if case .resumeClientReads = $0 { true } else { false } })
+        #expect(Self.timerCommands(opened).last == "cancel", "a relaying tunnel has no timer: \(opened)")
+        #expect(Session.text(Session.upstreamWrites(harness.send("more"))) == "more")
+        #expect(Session.text(Session.clientWrites(harness.send(.upstreamBytes(Array("back".utf8))))) == "back")
+        let end = harness.send(.upstreamEOF)
+        #expect(Session.closesClient(end))
+        #expect(Session.records(end).isEmpty, "one record per tunnel")
+    }
+
+    /// A left-alone host's CONNECT after a request: the idle upstream goes back to the pool, the blind tunnel opens
+    /// without a probe or a record.
+    @Test func aBlindTunnelAfterARequestReleasesTheIdleUpstreamAndIsNotRecorded() throws {
+        var settings = ProxySettings()
+        settings.hostFilter = try HostFilter(mode: .ignore, patterns: ["ignored\\.test"])
+        let harness = try Session.Harness(settings: settings)
+        _ = Self.oneRequest(harness)
+        let connect = harness.send("CONNECT ignored.test:443 HTTP/1.1\r\nHost: ignored.test:443\r\n\r\nhello")
+        #expect(Self.releases(connect) == ["localhost:9000"], "\(connect)")
+        #expect(Session.connects(connect) == ["ignored.test:443"])
+        let opened = harness.send(.upstreamConnected)
+        #expect(Session.records(opened).isEmpty)
+        #expect(Session.text(Session.clientWrites(opened)) == "HTTP/1.1 200 Connection established\r\n\r\n")
+        #expect(Session.text(Session.upstreamWrites(opened)) == "hello")
+        let end = harness.send(.clientEOF)
+        #expect(Session.closesClient(end))
+        #expect(Session.records(end).isEmpty)
+    }
+
+    /// 101 Switching Protocols on lane 0: the response and the origin's first raw bytes reach the client, what the
+    /// client pipelined behind its request (held by the parser) reaches the origin, the exchange is recorded once,
+    /// the timer stops and raw bytes flow both ways from then on.
+    @Test func anUpgradeOnAClientConnectionRelaysTheHeldBytesAndStopsTheTimer() throws {
+        let harness = try Session.Harness()
+        let request =
+            "GET http://localhost:9000/ws HTTP/1.1\r\nHost: localhost:9000\r\nConnection: Upgrade\r\n"
+            + "Upgrade: websocket\r\n\r\nFRAME1"
+        _ = harness.send(request)
+        let sent = harness.send(.upstreamConnected)
+        #expect(!Session.text(Session.upstreamWrites(sent)).contains("FRAME1"), "held until the origin switches")
+        let switched = harness.send(
+            .upstreamBytes(
+                Array(
+                    "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nSERVER1".utf8)
+            ))
+        #expect(Session.text(Session.clientWrites(switched)).hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"))
+        #expect(Session.text(Session.clientWrites(switched)).hasSuffix("\r\n\r\nSERVER1"))
+        #expect(Session.text(Session.upstreamWrites(switched)) == "FRAME1")
+        #expect(Session.records(switched).map(\.status) == [101])
+        #expect(Self.timerCommands(switched).last == "cancel", "a relaying connection has no timer: \(switched)")
+        #expect(Session.text(Session.upstreamWrites(harness.send("FRAME2"))) == "FRAME2")
+        #expect(Session.text(Session.clientWrites(harness.send(.upstreamBytes(Array("SERVER2".utf8))))) == "SERVER2")
+        let end = harness.send(.upstreamEOF)
+        #expect(Session.closesClient(end))
+        #expect(Session.records(end).isEmpty)
+    }
+
+    // MARK: - Stream legs
+
+    /// A stream's leg whose response ends before its request body: the exchange finishes (one record) when the
+    /// body ends, the leg's `finished(keepAlive: false)` shuts it down, the lane closes once, and nothing for that
+    /// lane follows its close; the next stream gets a lane of its own.
+    @Test func aStreamAnsweredBeforeItsBodyEndedClosesItsLaneOnceTheBodyEnds() throws {
+        typealias H2 = HTTP2FrontendTests
+        let harness = try H2.Harness()
+        let client = try #require(harness.client)
+        let (stream, _) = try harness.request(
+            "/upload", method: "POST", headers: [HTTP2Header("content-length", "10")], body: Array("hello".utf8),
+            endStream: false)
+        harness.connect(lane: 1)
+        let answered = harness.respond(lane: 1, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n")
+        #expect(harness.stream(stream).head?.first { $0.name == ":status" }?.value == "413")
+        #expect(H2.records(answered).isEmpty, "the exchange ends with its request")
+        #expect(!H2.names(answered).contains("1:closeClient"))
+        try client.submitData(stream: stream, bytes: Array("world".utf8), endStream: true)
+        let ended = harness.flushClient()
+        let records = H2.records(ended)
+        #expect(records.map(\.status) == [413])
+        #expect(records.first?.bytesFromClient == 10)
+        let names = H2.names(ended)
+        let close = try #require(names.firstIndex(of: "1:closeClient"), "\(names)")
+        #expect(names.filter { $0 == "1:closeClient" }.count == 1)
+        #expect(!names[(close + 1)...].contains { $0.hasPrefix("1:") }, "lane 1 after its close: \(names)")
+        #expect(harness.received(lane: 1).hasSuffix("helloworld"))
+        let (_, next) = try harness.request("/next")
+        #expect(H2.connects(next).map(\.lane) == [2])
+    }
+}
