@@ -106,7 +106,7 @@ extension ProxySession {
                     time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount), method: "-",
                     url: tunnel.url(path: "/"), host: tunnel.host, httpProtocol: "http/1.1", source: .urlsession,
                     result: .challengeAccepted, atsRequired: decision.atsRequired, ruleChain: decision.ruleTexts,
-                    rule: outcome.meaning,
+                    rule: outcome.meaning + "; " + Self.atsContext(decision, host: tunnel.host),
                     appTrust: AppTrustRecord(challenge: outcome.kind.rawValue, challengeMeaning: outcome.meaning))))
     }
 }
