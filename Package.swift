@@ -104,7 +104,8 @@ let package = Package(
             dependencies: ["ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSReport", "ATSTestSupport"]
         ),
         .testTarget(
-            name: "ATSReportTests", dependencies: ["ATSReport", "ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSTestSupport"]
+            name: "ATSReportTests",
+            dependencies: ["ATSReport", "ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSTestSupport"]
         ),
         .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore"]),
         .testTarget(
