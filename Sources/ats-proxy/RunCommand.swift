@@ -195,11 +195,12 @@ struct ProxyOptions: ParsableArguments {
         _ = try makePinningPolicies()
     }
 
-    /// The rotation of `--challenge` and `--challenge-every` (nil without `--challenge`).
+    /// The rotation of `--challenge` and `--challenge-every` (nil without `--challenge`; a bad `--challenge-every` is
+    /// an error either way, so that a settings file's mistake shows before it is used).
     func makeChallengeRotation() throws -> ChallengeRotation? {
-        guard !challenge.isEmpty else { return nil }
         do {
             let every = try ChallengeSpec.parseEvery(String(challengeEvery))
+            guard !challenge.isEmpty else { return nil }
             return ChallengeRotation(specs: try challenge.map { try ChallengeSpec(parsing: $0) }, every: every)
         } catch {
             throw ValidationError("\(error)")

@@ -403,3 +403,59 @@ extension ChallengeRunEndToEndTests {
         #expect(origin.requests.count == 1, "only the unchallenged request reached the origin: \(origin.requests)")
     }
 }
+
+// MARK: - Options and settings
+
+extension ChallengeRunEndToEndTests {
+    /// Bad values stop `run` before it listens (status 2), naming the flag and the bad part; a bad
+    /// `--challenge-every` does so even without `--challenge`.
+    @Test func badValuesAreUsageErrorsNamingTheFlag() throws {
+        let directory = try TemporaryDirectory("challenge-options")
+        let cases: [([String], String)] = [
+            (["--challenge", "api=bogus"], "--challenge 'api=bogus': unknown kind 'bogus' (kinds: wrong-host, "),
+            (
+                ["--challenge", "(=expired"],
+                "--challenge '(=expired': the host pattern '(' is not a valid regular expression"
+            ),
+            (
+                ["--challenge", ".*", "--challenge-every", "0"],
+                "--challenge-every '0': expected a whole number of at least 1"
+            ),
+            (["--challenge-every", "0"], "--challenge-every '0': expected a whole number of at least 1"),
+            (["--af-policy", "api=pinned"], "--af-policy 'api=pinned': unknown mode 'pinned'"),
+        ]
+        for (arguments, message) in cases {
+            let result = try CLITests.launch(
+                CLITests.binary,
+                ["run", "--listen", "127.0.0.1:0", "--ca-dir", directory.file("ca")] + arguments, timeout: 20)
+            #expect(result.status == 2, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+            #expect(!result.stderr.contains("listening on"), "\(arguments)")
+        }
+    }
+
+    /// The settings file's keys `challenge`, `challenge-every` and `af-policy` (its pins directory relative to the
+    /// working directory, as on the command line).
+    @Test func theSettingsFileSetsChallengeAndAFPolicy() throws {
+        let directory = try TemporaryDirectory("challenge-settings")
+        let pki = try TestPKI(name: "challenge-settings", directory: directory)
+        let leaf = try pki.leaf(["api.example.com"], file: "pinned")
+        try FileManager.default.createDirectory(atPath: directory.file("pins"), withIntermediateDirectories: true)
+        try Data(leaf.certificate.derBytes).write(to: URL(fileURLWithPath: directory.file("pins/api.cer")))
+        _ = try directory.write(
+            "ats-proxy.yaml",
+            #"""
+            challenge: ['api\.example\.com=expired,wrong-host', '.*\.cdn\.example']
+            challenge-every: 3
+            af-policy: 'api\.example\.com=public-key,pins=pins'
+            """#)
+        let table = try Invocation.settings(
+            in: directory.path, environment: Invocation.environment(home: directory.path))
+        #expect(table["challenge"]?.from == "file", "\(table["challenge"].debugDescription)")
+        #expect(table["challenge"]?.value.contains(#"api\.example\.com=expired,wrong-host"#) == true)
+        #expect(table["challenge"]?.value.contains(#".*\.cdn\.example"#) == true)
+        #expect(table["challenge-every"]?.value == "3" && table["challenge-every"]?.from == "file")
+        #expect(table["af-policy"]?.value == #"api\.example\.com=public-key,pins=pins"#)
+        #expect(table["af-policy"]?.from == "file")
+    }
+}
