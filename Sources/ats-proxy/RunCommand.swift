@@ -63,9 +63,9 @@ struct ProxyOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help:
-            "With --challenge: one connection in N to a challenged host is challenged, the others get the normal leaf (1 = every connection)."
-    )
+        help: ArgumentHelp(
+            "With --challenge: one new connection in N to a challenged host is challenged, the others get the normal leaf (1 = every connection).",
+            valueName: "N"))
     var challengeEvery = ChallengeRotation.defaultEvery
 
     @Option(
