@@ -61,8 +61,7 @@ let package = Package(
         .target(name: "ATSTLS", dependencies: ["ATSPolicy", "COpenSSL", "COpenSSLShims"], swiftSettings: hotPath),
         .target(name: "ATSHTTP2", dependencies: ["CNGHTTP2"], swiftSettings: hotPath),
         .target(
-            name: "ATSProxyCore", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSAppTrust"],
-            swiftSettings: hotPath),
+            name: "ATSProxyCore", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSAppTrust"], swiftSettings: hotPath),
         .target(name: "ATSReport", dependencies: ["ATSPolicy", "ATSProxyCore"]),
         .target(name: "ATSDiagnose", dependencies: ["ATSPolicy", "ATSTLS"]),
         .target(name: "ATSAppTrust", dependencies: ["ATSPolicy", "ATSTLS"]),
