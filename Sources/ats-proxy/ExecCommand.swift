@@ -7,8 +7,9 @@ import Synchronization
 
 /// `ats-proxy exec [options] -- COMMAND ARGS…`: runs a command (a test suite, a script) with its
 /// HTTP and HTTPS traffic going through a private ats-proxy on a free loopback port, then exits
-/// with the command's status, 3 when the command passed but ATS violations were seen, or 4 when the
-/// command's client refused the proxy's certificate (the CA is not trusted where it looks).
+/// with the command's status, 3 when the command passed but ATS violations were seen, 4 when the
+/// command's client refused the proxy's certificate (the CA is not trusted where it looks), or 5 when it
+/// accepted a forged server of `--challenge`.
 struct ExecCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "exec",
@@ -32,7 +33,9 @@ struct ExecCommand: ParsableCommand {
 
             Exit status: the command's; 3 if it succeeded but ATS violations were seen (unless \
             --allow-violations); 4 if the client refused the proxy's certificate (it does not trust the proxy \
-            CA: a set-up failure, not an ATS verdict); 127 if the command cannot be started; 2 for bad options.
+            CA: a set-up failure, not an ATS verdict); 5 if the client accepted a forged server of --challenge \
+            (its own trust evaluation is off; 4 wins over 5, 5 over 3); 127 if the command cannot be started; \
+            2 for bad options.
 
             Example: ats-proxy exec --config Info.plist -- swift test
             """)

@@ -57,15 +57,15 @@ struct ProxyOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Test the app's own trust evaluation: present deliberately unacceptable TLS on some connections to hosts matching HOST_PATTERN (a regular expression for the whole host) and record whether the client goes on (repeatable). KINDS: wrong-host, self-signed, untrusted-ca, expired, not-yet-valid, sha1, rsa1024, no-san, overlong-validity, tls1.0, tls1.1, static-rsa, or all (default), certificates, handshakes.",
+            "Test the app's own trust evaluation: present deliberately unacceptable TLS on some connections to hosts matching HOST_PATTERN (a regular expression for the whole host) and record whether the client goes on (repeatable). A refused handshake is a pass; a request through it is a finding, answered 502 and never forwarded (exec, and run with --fail-on-violations, then exit 5). KINDS: wrong-host, self-signed, untrusted-ca, expired, not-yet-valid, sha1, rsa1024, no-san, overlong-validity, tls1.0, tls1.1, static-rsa, or all (default), certificates, handshakes.",
             valueName: "HOST_PATTERN[=KIND,…]"))
     var challenge: [String] = []
 
     @Option(
         name: .long,
-        help:
-            "With --challenge: one connection in N to a challenged host is challenged, the others get the normal leaf (1 = every connection)."
-    )
+        help: ArgumentHelp(
+            "With --challenge: one new connection in N to a challenged host is challenged, the others get the normal leaf (1 = every connection).",
+            valueName: "N"))
     var challengeEvery = ChallengeRotation.defaultEvery
 
     @Option(
@@ -157,7 +157,11 @@ struct ProxyOptions: ParsableArguments {
     @Option(name: .long, help: "Write report.json, report.html and junit.xml here at exit and on SIGUSR1.")
     var report: String?
 
-    @Flag(name: .long, help: "Exit with status 3 at the end of a run that saw ATS violations.")
+    @Flag(
+        name: .long,
+        help:
+            "Exit with status 3 at the end of a run that saw ATS violations (4: a client refused the proxy CA; 5: a client accepted a forged server of --challenge)."
+    )
     var failOnViolations = false
 
     @Flag(name: .long, help: "No live status line on a terminal.")
@@ -191,11 +195,12 @@ struct ProxyOptions: ParsableArguments {
         _ = try makePinningPolicies()
     }
 
-    /// The rotation of `--challenge` and `--challenge-every` (nil without `--challenge`).
+    /// The rotation of `--challenge` and `--challenge-every` (nil without `--challenge`; a bad `--challenge-every` is
+    /// an error either way, so that a settings file's mistake shows before it is used).
     func makeChallengeRotation() throws -> ChallengeRotation? {
-        guard !challenge.isEmpty else { return nil }
         do {
             let every = try ChallengeSpec.parseEvery(String(challengeEvery))
+            guard !challenge.isEmpty else { return nil }
             return ChallengeRotation(specs: try challenge.map { try ChallengeSpec(parsing: $0) }, every: every)
         } catch {
             throw ValidationError("\(error)")
@@ -621,7 +626,8 @@ struct RunCommand: ParsableCommand {
 
             At exit (SIGINT/SIGTERM) it prints a summary: requests, hosts, violations by rule and \
             where the report is. Exit status: 0; with --fail-on-violations 3 when ATS violations were \
-            seen, 4 when a client refused the proxy CA; 2 on bad options, settings or configuration.
+            seen, 4 when a client refused the proxy CA, 5 when a client accepted a forged server of \
+            --challenge (4 wins over 5, 5 over 3); 2 on bad options, settings or configuration.
             """)
 
     @OptionGroup var options: ProxyOptions

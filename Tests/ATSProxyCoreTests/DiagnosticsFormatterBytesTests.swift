@@ -8,7 +8,7 @@ import Testing
 struct DiagnosticsFormatterBytesTests {
     static func record(
         result: RequestRecord.Result = .completed, status: Int? = 200, duration: Double = 12.5,
-        retried: Bool? = nil, bytesToClient: Int = 1_234_567_890_123
+        retried: Bool? = nil, bytesToClient: Int = 1_234_567_890_123, appTrust: AppTrustRecord? = nil
     ) -> RequestRecord {
         RequestRecord(
             time: Date(timeIntervalSince1970: 1_700_000_000), clientAddress: "127.0.0.1:50000",
@@ -20,8 +20,15 @@ struct DiagnosticsFormatterBytesTests {
             streamError: result == .completed ? nil : "3:-9836", status: status, bytesFromClient: 0,
             bytesToClient: bytesToClient, durationMilliseconds: duration,
             consoleLines: result == .completed ? [] : ["Task <X> finished with error [-1200]"],
-            retriedOnNewConnection: retried)
+            retriedOnNewConnection: retried, appTrust: appTrust)
     }
+
+    /// `--af-policy`'s verdicts on a completed request (regression: the byte path dropped their console line).
+    static let pinning = AppTrustRecord(
+        pinning: AppTrustRecord.Pinning(
+            policy: "api\\.example\\.com=public-key,pins=pins", scenario: 4, scenarioMeaning: "pinned keys",
+            realChain: AppTrustRecord.Verdict(accepted: true, meaning: "trusted"),
+            interceptionChain: AppTrustRecord.Verdict(accepted: false, meaning: "no pinned key")))
 
     static func joinedText(_ formatter: DiagnosticsFormatter, _ record: RequestRecord) -> [UInt8] {
         var copy = formatter
@@ -34,7 +41,7 @@ struct DiagnosticsFormatterBytesTests {
             record(), record(status: nil), record(duration: 0.4), record(duration: 86_400_123.6),
             record(retried: true), record(retried: false), record(bytesToClient: 0), record(status: 101),
             record(result: .failed, status: 502), record(result: .blockedCleartext, status: 403),
-            record(result: .reported),
+            record(result: .reported), record(appTrust: pinning),
         ])
     func bytesMatchText(record: RequestRecord) {
         for level in DiagnosticsLevel.allCases {
@@ -55,6 +62,17 @@ struct DiagnosticsFormatterBytesTests {
             }
             #expect(bytes.isEmpty == (level == .off))
         }
+    }
+
+    @Test func aRecordWithAppPinningVerdictsGetsItsConsoleLineAtLevelOne() {
+        var formatter = DiagnosticsFormatter(level: .summary)
+        var bytes: [UInt8] = []
+        formatter.appendText(Self.record(appTrust: Self.pinning), to: &bytes)
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(
+            lines.last
+                == "ats-proxy: app pinning for api.example.com (scenario 4): real chain ACCEPT, interception chain REFUSE; interception chain: no pinned key",
+            "\(lines)")
     }
 
     @Test("decimals are written like String(_:)", arguments: [0, 7, 10, 99, 100, 65_535, -1, -42, Int.max, Int.min])

@@ -4,11 +4,12 @@ extension DiagnosticsFormatter {
     ///
     /// A successful request at level 1, the line every request of the default configuration logs,
     /// is written straight into `output` as bytes (no intermediate strings, arrays or
-    /// interpolation); every other case goes through `text(_:)`. `bytesMatchText` in the tests holds
-    /// the two paths to the same output.
+    /// interpolation); every other case goes through `text(_:)`, and so does a record with app-trust
+    /// verdicts (`--af-policy`'s console line follows the request's). `bytesMatchText` in the tests
+    /// holds the two paths to the same output.
     public mutating func appendText(_ record: RequestRecord, to output: inout [UInt8]) {
         let fields = record.storage.fields
-        guard level == .summary, fields.result == .completed else {
+        guard level == .summary, fields.result == .completed, fields.appTrust == nil else {
             for line in text(record) {
                 output.append(contentsOf: line.utf8)
                 output.append(UInt8(ascii: "\n"))
