@@ -76,13 +76,26 @@ struct SettingsFile {
         if let bad = values.first(where: { !key.accepts($0) }) {
             throw SettingsError(description: "\(problem) (got '\(bad)')")
         }
-        if key.isPath {
-            values = values.map { value in
-                let expanded = (value as NSString).expandingTildeInPath
-                return expanded.hasPrefix("/")
-                    ? expanded : URL(fileURLWithPath: directory).appendingPathComponent(value).standardizedFileURL.path
-            }
-        }
+        if key.isPath { values = values.map { Self.resolve($0, against: directory) } }
+        if key.name == "af-policy" { values = values.map { Self.resolvingPins($0, against: directory) } }
         return values
+    }
+
+    /// `path` as the file means it: relative to the file's directory (`~` expanded).
+    static func resolve(_ path: String, against directory: String) -> String {
+        let expanded = (path as NSString).expandingTildeInPath
+        return expanded.hasPrefix("/")
+            ? expanded : URL(fileURLWithPath: directory).appendingPathComponent(path).standardizedFileURL.path
+    }
+
+    /// An `--af-policy` value with its `pins=` path resolved against the file's directory, like every other
+    /// path a settings file names (the rest of the value is left as it is).
+    static func resolvingPins(_ value: String, against directory: String) -> String {
+        guard let range = value.range(of: ",pins=") else { return value }
+        let rest = value[range.upperBound...]
+        let path = rest.prefix { $0 != "," }
+        guard !path.isEmpty else { return value }
+        return String(value[..<range.upperBound]) + resolve(String(path), against: directory)
+            + String(rest.dropFirst(path.count))
     }
 }

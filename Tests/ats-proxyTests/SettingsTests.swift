@@ -1,3 +1,4 @@
+import ATSTLS
 import ATSTestSupport
 import Foundation
 import Testing
@@ -135,12 +136,30 @@ enum Invocation {
         #expect(table["challenge"]?.value == #".*\.example\.com=expired,sha1, api\.test=wrong-host"#)
         #expect(table["challenge"]?.from == "environment")
         #expect(table["af-policy"]?.value == #"api\.test=none,no-domain-check"#)
+
         // A bad kind from the environment is refused by the option's own check, naming it.
         let bad = try Invocation.run(
             ["run"], in: directory.path,
             environment: Invocation.environment(home: directory.path, ["ATS_PROXY_CHALLENGE": ".*=expird"]))
         #expect(bad.status == 2)
         #expect(bad.stderr.contains("--challenge") && bad.stderr.contains("expird"), "\(bad.stderr)")
+    }
+
+    @Test func aSettingsFilesPinsDirectoryIsRelativeToTheFile() throws {
+        let directory = try TemporaryDirectory("settings-pins")
+        let pins = directory.file("app/pins")
+        try FileManager.default.createDirectory(atPath: pins, withIntermediateDirectories: true)
+        let authority = try CertificateAuthority.generate()
+        try Data(authority.certificate.derBytes).write(to: URL(fileURLWithPath: pins + "/ca.cer"))
+        _ = try directory.write("app/team.yaml", "af-policy: ['api\\.test=certificate,pins=pins,allow-invalid']\n")
+        // Read from another working directory: the pins are found beside the file, not beside the caller.
+        let elsewhere = try TemporaryDirectory("settings-pins-elsewhere")
+        let table = try Invocation.settings(
+            ["--settings", directory.file("app/team.yaml")], in: elsewhere.path,
+            environment: Invocation.environment(home: elsewhere.path))
+        let expected = URL(fileURLWithPath: pins).standardizedFileURL.path
+        #expect(table["af-policy"]?.value == "api\\.test=certificate,pins=\(expected),allow-invalid")
+        #expect(table["af-policy"]?.from == "file")
     }
 
     @Test func twoDiscoveredFilesOrAMissingNamedFileAreErrors() throws {
