@@ -123,6 +123,24 @@ import Testing
         #expect(Session.records(commands).count == 1)
     }
 
+    /// When the proxy itself ends a challenged connection before the client decided (its timeout, its shutdown),
+    /// the pass says so: it only means the client sent nothing until then. A client's own close says nothing of it.
+    @Test(arguments: [ProxyEvent.timerFired, .drain])
+    func aPassAtACloseOfTheProxysOwnSaysTheProxyEndedIt(event: ProxyEvent) throws {
+        let harness = try Self.challengedHarness()
+        var (_, commands) = try Self.acceptChallenge(harness)
+        var ended: [ProxyCommand] = []
+        for _ in 0..<8 where !Session.closesClient(ended) { ended += harness.send(event) }
+        commands += ended
+        let records = Self.challengeRecords(commands)
+        #expect(records.map(\.result) == [.challengeRefused], "\(records)")
+        #expect(records.first?.rule.contains("it was the proxy that ended the connection") == true, "\(records)")
+        let byClient = try Self.challengedHarness()
+        var (_, clientCommands) = try Self.acceptChallenge(byClient)
+        clientCommands += byClient.send(.clientGone)
+        #expect(Self.challengeRecords(clientCommands).first?.rule.contains("the proxy that ended") == false)
+    }
+
     /// Request bytes that never become a whole head (malformed, an HTTP/2 preface on the HTTP/1.1 connection, a head
     /// cut short by the header timeout or the client's close) still went through the forged server: a finding, never
     /// a pass, and nothing reaches an origin.

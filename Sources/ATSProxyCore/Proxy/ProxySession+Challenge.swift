@@ -53,6 +53,13 @@ extension ProxySession {
         logChallenge(outcome, request: nil, bytesToClient: 0)
     }
 
+    /// What a pass recorded at a close the proxy made means: only that the client sent nothing before it.
+    var passNote: String? {
+        endedByProxy.map {
+            "but it was the proxy that ended the connection (\($0)) before the client went on or gave up: this pass only says the client sent no request until then"
+        }
+    }
+
     /// What a finding means given ATS's decision for the host: where ATS is in force, URLSession re-runs the
     /// system's trust evaluation after the app's delegate accepts (and refuses), so an accepting client is not
     /// URLSession under ATS; where it is not, the app's own evaluation is the only protection.
@@ -87,8 +94,8 @@ extension ProxySession {
                 time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount + 1),
                 method: "CONNECT", url: "https://\(RequestTarget.uriHost(tunnel.host)):\(tunnel.port)/",
                 host: tunnel.host, httpProtocol: "http/1.1", source: source, result: .challengeRefused,
-                atsRequired: decision.atsRequired, ruleChain: decision.ruleTexts, rule: outcome.meaning,
-                appTrust: appTrust)
+                atsRequired: decision.atsRequired, ruleChain: decision.ruleTexts,
+                rule: passNote.map { outcome.meaning + "; " + $0 } ?? outcome.meaning, appTrust: appTrust)
         }
         leg.commands.append(.log(record))
     }

@@ -67,6 +67,7 @@ extension ProxySession {
             if case .h2 = phase, let h2 { apply(h2.clientGone(now: now)) }
             leg.abandonForShutdown()
             leg.signals.removeAll(keepingCapacity: true)
+            endedByProxy = "its shutdown"
             close()
             return
         }
@@ -75,7 +76,10 @@ extension ProxySession {
             apply(h2.drain(now: now))
             return
         }
-        if leg.exchange == nil { close() }
+        if leg.exchange == nil {
+            endedByProxy = "its shutdown"
+            close()
+        }
     }
 
     /// The one record of a CONNECT whose client refused the TLS handshake. A CONNECT is not counted in

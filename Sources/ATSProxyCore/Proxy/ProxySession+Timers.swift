@@ -24,6 +24,7 @@ extension ProxySession {
                 keepAlive: false)
             return
         }
+        endedByProxy = "its timeout (--idle-timeout, --header-timeout)"
         close()
     }
 

@@ -55,6 +55,9 @@ public struct ProxySession {
     var draining = false
     /// `--challenge`: what the client does with the forged TLS this connection presents (nil: a normal one).
     var challenge: ChallengeProbe?
+    /// Why the proxy itself is ending the connection (its idle timeout, its shutdown), when it is; nil when the
+    /// client or a fault ends it. A challenge without a verdict says so on its record.
+    var endedByProxy: String?
 
     public init(services: ProxyServices, clientAddress: String, connectionNumber: Int) {
         self.services = services
