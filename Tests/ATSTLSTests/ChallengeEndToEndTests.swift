@@ -104,21 +104,8 @@ struct ChallengeEndToEndTests {
 
     // MARK: - curl
 
-    /// curl trusting the proxy CA (what `--cacert` with the onboarding certificate gives), no `-k`.
-    /// The expected message is OpenSSL's verify error or handshake failure as curl prints it.
-    static func curlVerifying(_ kind: ChallengeKind) -> String? {
-        switch kind {
-        case .wrongHost: "no alternative certificate subject name matches target host name"
-        case .selfSigned: "self-signed certificate"
-        case .untrustedCA: "self-signed certificate in certificate chain"
-        case .expired: "certificate has expired"
-        case .notYetValid: "certificate is not yet valid"
-        case .sha1Signature: "CA signature digest algorithm too weak"
-        case .rsa1024: "EE certificate key too weak"
-        case .tls10Only, .tls11Only: "legacy sigalg disallowed or unsupported"
-        case .noSAN, .overlongValidity, .staticRSAOnly: nil
-        }
-    }
+    // curl trusting the proxy CA (what `--cacert` with the onboarding certificate gives), no `-k`: its message for
+    // each kind is `CurlChallengeErrors`'.
 
     @Test func curlTrustingTheProxyCAAcceptsANormalLeaf() throws {
         let run = try Self.exercise(.normal) { port, ca in try Self.curl(port, ["--cacert", ca]) }
@@ -130,7 +117,7 @@ struct ChallengeEndToEndTests {
     @Test(arguments: ChallengeKind.allCases)
     func curlTrustingTheProxyCA(_ kind: ChallengeKind) throws {
         let run = try Self.exercise(.challenge(kind)) { port, ca in try Self.curl(port, ["--cacert", ca]) }
-        if let message = Self.curlVerifying(kind) {
+        if let message = CurlChallengeErrors.message(kind) {
             Self.expectRefused(run, kind, saying: message)
             #expect(run.client.status == (kind.category == .certificate ? 60 : 35), "\(run.client)")
         } else {

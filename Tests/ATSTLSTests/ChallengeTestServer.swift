@@ -8,22 +8,21 @@ import Synchronization
 #endif
 
 /// A loopback HTTPS server on 127.0.0.1, port 0, that serves each connection like the proxy's client
-/// side would for the assignment `assign` gives it (a fixed one, or a `ChallengeRotation`'s): a normal leaf (answering `200 ok`) or a challenge (answering a
-/// request that comes through it with `502`, as the proxy does for a finding). It follows each
-/// challenged connection with a `ChallengeProbe` and keeps the outcomes.
+/// side would for the assignment `assign` gives it (a fixed one, or a `ChallengeRotation`'s): a normal leaf (answering
+/// `200 ok`) or a challenge (answering a request that comes through it with `502`, as the proxy does for a finding).
+/// It follows each challenged connection with a `ChallengeProbe` and keeps the outcomes.
 ///
-/// One connection at a time, on its own thread; it stops on `stop()` or after `idleLimit` seconds
-/// without a connection, so a failed test never leaves it running.
+/// The accept loop is `TestServer`'s (one connection at a time, on its own thread; it stops on `stop()` or after
+/// `idleLimit` seconds without a connection, so a failed test never leaves it running); this type is what it does
+/// with each connection.
 final class ChallengeTestServer: Sendable {
-    let port: UInt16
     let host: String
-    private let listener: Int32
     private let assign: @Sendable () -> ChallengeAssignment
     private let contexts: ChallengeTLSContexts
     private let normal: ServerTLSContext
-    private let stopped = Atomic<Bool>(false)
-    private let idleLimit: TimeInterval
     private let recorded = Mutex<(outcomes: [ChallengeOutcome], normalRequests: Int, connections: Int)>(([], 0, 0))
+    /// Set once, right after `init`'s own fields: the server needs `self` to serve.
+    private let server = Mutex<TestServer?>(nil)
 
     convenience init(
         _ assignment: ChallengeAssignment, host: String, contexts: ChallengeTLSContexts, normal: ServerTLSContext
@@ -35,33 +34,22 @@ final class ChallengeTestServer: Sendable {
         host: String, contexts: ChallengeTLSContexts, normal: ServerTLSContext, idleLimit: TimeInterval = 30,
         assign: @escaping @Sendable () -> ChallengeAssignment
     ) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TransportFailure.other("socket failed") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else {
-            close(fd)
-            throw TransportFailure.other("bind failed")
-        }
-        port = UInt16(bigEndian: address.sin_port)
-        listener = fd
         self.host = host
         self.assign = assign
         self.contexts = contexts
         self.normal = normal
-        self.idleLimit = idleLimit
-        let thread = Thread { [self] in self.run() }
-        thread.start()
+        let server = try TestServer(
+            .custom { [weak self] stream in
+                guard let self else { return }
+                self.serve(stream)
+                self.recorded.withLock { $0.connections += 1 }
+            }, idleLimit: idleLimit, streamTimeout: 5)
+        self.server.withLock { $0 = server }
     }
 
-    func stop() { stopped.store(true, ordering: .relaxed) }
+    var port: UInt16 { server.withLock { $0?.port ?? 0 } }
+
+    func stop() { server.withLock { $0?.stop() } }
 
     /// The outcomes of the challenged connections so far.
     var outcomes: [ChallengeOutcome] { recorded.withLock { $0.outcomes } }
@@ -76,20 +64,6 @@ final class ChallengeTestServer: Sendable {
             usleep(10_000)
         }
         return false
-    }
-
-    private func run() {
-        var idleSince = Date()
-        while !stopped.load(ordering: .relaxed) && Date().timeIntervalSince(idleSince) < idleLimit {
-            var descriptor = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, 50) > 0 else { continue }
-            let client = accept(listener, nil, nil)
-            guard client >= 0 else { continue }
-            idleSince = Date()
-            serve(TestSocketStream(fd: client, timeout: 5))
-            recorded.withLock { $0.connections += 1 }
-        }
-        close(listener)
     }
 
     private func serve(_ stream: TestSocketStream) {

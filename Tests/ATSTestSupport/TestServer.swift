@@ -20,6 +20,9 @@ public final class TestServer: Sendable {
         case closeImmediately
         /// Read the ClientHello, then answer with these bytes and close.
         case reply([UInt8])
+        /// Hand each connection to this function (on the server's thread, one at a time); the stream closes
+        /// when it returns.
+        case custom(@Sendable (TestSocketStream) -> Void)
     }
 
     public let port: UInt16
@@ -28,8 +31,10 @@ public final class TestServer: Sendable {
     private let stopped = Atomic<Bool>(false)
     public let handshakes = Atomic<Int>(0)
     private let idleLimit: TimeInterval
+    /// How long one read or write on a connection may wait.
+    private let streamTimeout: TimeInterval
 
-    public init(_ behaviour: Behaviour, idleLimit: TimeInterval = 20) throws {
+    public init(_ behaviour: Behaviour, idleLimit: TimeInterval = 20, streamTimeout: TimeInterval = 2) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -51,6 +56,7 @@ public final class TestServer: Sendable {
         listener = fd
         self.behaviour = behaviour
         self.idleLimit = idleLimit
+        self.streamTimeout = streamTimeout
         let thread = Thread { [self] in self.run() }
         thread.start()
     }
@@ -67,7 +73,7 @@ public final class TestServer: Sendable {
             let client = accept(listener, nil, nil)
             guard client >= 0 else { continue }
             idleSince = Date()
-            let stream = TestSocketStream(fd: client, timeout: 2)
+            let stream = TestSocketStream(fd: client, timeout: streamTimeout)
             serve(stream)
         }
         close(listener)
@@ -91,6 +97,8 @@ public final class TestServer: Sendable {
         case .reply(let bytes):
             _ = try? stream.receive()
             try? stream.send(bytes)
+        case .custom(let serve):
+            serve(stream)
         }
     }
 }

@@ -25,20 +25,6 @@ struct ChallengeRunEndToEndTests {
         .wrongHost, .selfSigned, .untrustedCA, .expired, .notYetValid, .sha1Signature, .rsa1024,
     ]
 
-    /// curl's error text for each detectable kind (OpenSSL's verify error as curl prints it).
-    static func curlError(_ kind: ChallengeKind) -> String {
-        switch kind {
-        case .wrongHost: "no alternative certificate subject name matches target host name"
-        case .selfSigned: "self-signed certificate"
-        case .untrustedCA: "self-signed certificate in certificate chain"
-        case .expired: "certificate has expired"
-        case .notYetValid: "certificate is not yet valid"
-        case .sha1Signature: "CA signature digest algorithm too weak"
-        case .rsa1024: "EE certificate key too weak"
-        case .noSAN, .overlongValidity, .tls10Only, .tls11Only, .staticRSAOnly: "(not detected by curl)"
-        }
-    }
-
     /// `--challenge` for the stack's TLS origin with `kinds`, every connection challenged unless `every` says
     /// otherwise, JSON log, `--fail-on-violations`.
     static func stack(_ kinds: [ChallengeKind], every: Int = 1, extra: [String] = []) throws -> ProxyStack {
@@ -83,7 +69,8 @@ struct ChallengeRunEndToEndTests {
         for kind in Self.detectable {
             let result = try stack.curl("\(stack.api)/hello")
             #expect(result.exitCode == 60, "\(kind): \(result.stderr)")
-            #expect(result.stderr.contains(Self.curlError(kind)), "\(kind): \(result.stderr)")
+            let message = try #require(CurlChallengeErrors.message(kind), "\(kind) is one curl detects")
+            #expect(result.stderr.contains(message), "\(kind): \(result.stderr)")
         }
         let stopped = try Self.stop(stack)
         #expect(stopped.status == 0, "passes are not violations: \(stopped.stderr)")

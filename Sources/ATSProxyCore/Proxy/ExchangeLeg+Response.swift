@@ -31,10 +31,10 @@ extension ExchangeLeg {
         // Bytes for an exchange the proxy answered itself, or none, have no reader: the upstream is on its way out.
         guard let exchange, exchange.state.isForwarding else { return }
         exchange.responseBytesArrived(at: now)
-        var events = takeEventList()
+        var events = eventList.take()
         exchange.responseParser.feed(bytes[...], into: &events)
         processResponse(events)
-        giveBackEventList(&events)
+        eventList.giveBack(&events)
     }
 
     /// Response parts from the upstream's HTTP/2 channel: the same events the HTTP/1.1 response parser reports,

@@ -80,7 +80,7 @@ extension ExchangeLeg {
         // The TLS buffers go when the holds are next updated, once this event is handled; the event list goes now.
         if stage.releasesBuffers {
             timers.idleBuffersReleased = true
-            eventList = []
+            eventList.release()
         }
         if stage.releasesUpstream {
             // The next request takes a connection from the pool again.

@@ -128,18 +128,6 @@ extension ExchangeLeg {
         if layer.hasRecords { commands.append(.writeToUpstream(layer.takeRecords())) }
     }
 
-    /// The response parser's event list kept between feeds (taken while in use).
-    mutating func takeEventList() -> [HTTPPart] {
-        var events: [HTTPPart] = []
-        swap(&events, &eventList)
-        return events
-    }
-
-    mutating func giveBackEventList(_ events: inout [HTTPPart]) {
-        events.removeAll(keepingCapacity: true)
-        swap(&events, &eventList)
-    }
-
     // MARK: - Helpers
 
     /// The context of the console lines this leg writes (the current exchange's task, or the last one's).

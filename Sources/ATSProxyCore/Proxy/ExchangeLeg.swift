@@ -100,7 +100,7 @@ struct ExchangeLeg {
     /// body leave as one record.
     var clientPlain: [UInt8] = []
     /// Storage for response parser events, reused from feed to feed.
-    var eventList: [HTTPPart] = []
+    var eventList = HTTPPartList()
     /// TLS facts of the current upstream connection (recorded on every request it carries).
     var upstreamFacts: [String: String]?
     /// The peer IP address of the current upstream connection (`ProxyEvent.upstreamPeer`).

@@ -83,23 +83,10 @@ extension ProxySession {
     }
 
     mutating func feedParser(_ bytes: [UInt8]) {
-        var events = takeEventList()
+        var events = eventList.take()
         parser.feed(bytes[...], into: &events)
         process(events)
-        giveBackEventList(&events)
-    }
-
-    /// The parser event list kept between feeds (taken while in use: a feed nested inside `process`
-    /// finds it gone and makes a list of its own).
-    mutating func takeEventList() -> [HTTPPart] {
-        var events: [HTTPPart] = []
-        swap(&events, &eventList)
-        return events
-    }
-
-    mutating func giveBackEventList(_ events: inout [HTTPPart]) {
-        events.removeAll(keepingCapacity: true)
-        swap(&events, &eventList)
+        eventList.giveBack(&events)
     }
 
     mutating func process(_ events: [HTTPPart]) {

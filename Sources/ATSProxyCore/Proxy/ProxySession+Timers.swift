@@ -11,7 +11,7 @@ extension ProxySession {
         if leg.exchange != nil || stages {
             switch leg.timerFired(stages: stages, clientEngine: clientTLS != nil) {
             case .handled:
-                if leg.timers.idleBuffersReleased { eventList = [] }
+                if leg.timers.idleBuffersReleased { eventList.release() }
                 handleSignals()
                 return
             case .idleExpired:

@@ -48,8 +48,8 @@ public struct ProxySession {
     /// The upstream half of this connection's requests (and of a tunnel's raw bytes). Its command list is the
     /// session's: everything the session does is appended there, in order.
     var leg: ExchangeLeg
-    /// Storage for parser events, reused from feed to feed (`takeEventList`).
-    var eventList: [HTTPPart] = []
+    /// Storage for parser events, reused from feed to feed.
+    var eventList = HTTPPartList()
     var headerTimerRunning = false
     /// Set by `drain`: close as soon as the current exchange ends.
     var draining = false
