@@ -74,6 +74,26 @@ extension ReportFixtures {
         var timedOut: Bool
     }
 
+    /// Runs Python `checks` against the report.json at `reportPath` with Python's `jsonschema`. The checks start with
+    /// `schema` (the embedded schema, itself checked), `document` (the report) and `validator` bound, and `copy`,
+    /// `json` and `sys` imported; what they print is the result's output.
+    static func checkReportJSON(at reportPath: String, _ checks: String) throws -> RunResult {
+        let scratch = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let schemaPath = scratch.appendingPathComponent("schema.json").path
+        try Data(SessionReportSchema.json.utf8).write(to: URL(fileURLWithPath: schemaPath))
+        let script = """
+            import copy, json, sys
+            from jsonschema import Draft202012Validator
+            schema = json.load(open(sys.argv[1]))
+            Draft202012Validator.check_schema(schema)
+            document = json.load(open(sys.argv[2]))
+            validator = Draft202012Validator(schema)
+
+            """ + checks
+        return try run("/usr/bin/env", ["python3", "-c", script, schemaPath, reportPath], timeout: 60)
+    }
+
     /// Runs `executable` with a deadline; kills it (by PID) when the deadline passes.
     static func run(_ executable: String, _ arguments: [String], timeout: Double) throws -> RunResult {
         let process = Process()
