@@ -7,7 +7,7 @@ CONFIG ?=
 ARGS ?=
 BIN = .build/debug/ats-proxy
 
-.PHONY: run test build format lint-format bootstrap bench
+.PHONY: run test build format lint-format bootstrap
 
 bootstrap:
 	@scripts/bootstrap build

@@ -72,7 +72,9 @@ let package = Package(
             swiftSettings: hotPath
         ),
         .target(name: "CTrustOverlay"),
-        .target(name: "ATSSystemTools", dependencies: ["CTrustOverlay"]),
+        // posix_spawn for every child process (Foundation's Process.run() crashes now and then on Linux).
+        .target(name: "CProcessSpawn"),
+        .target(name: "ATSSystemTools", dependencies: ["CTrustOverlay", "CProcessSpawn"]),
         .target(name: "ATSProxyTesting"),
         .target(name: "ATSWeb", dependencies: ["ATSPolicy", "ATSTLS", "ATSProxyCore", "ATSProxyIO"]),
         .executableTarget(
@@ -89,12 +91,13 @@ let package = Package(
         // Helpers shared by several test targets (test PKI, in-memory TLS pumps, report fixtures);
         // only test targets depend on it.
         .target(
-            name: "ATSTestSupport", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2"],
+            name: "ATSTestSupport", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSSystemTools"],
             path: "Tests/ATSTestSupport"
         ),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], exclude: ["Golden"]),
         .testTarget(
-            name: "ATSTLSTests", dependencies: ["ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims", "ATSTestSupport"]
+            name: "ATSTLSTests",
+            dependencies: ["ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims", "ATSTestSupport", "ATSSystemTools"]
         ),
         .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose", "ATSTLS", "ATSPolicy", "ATSTestSupport"]),
         .testTarget(name: "ATSAppTrustTests", dependencies: ["ATSAppTrust", "ATSTLS", "ATSTestSupport"]),
@@ -105,11 +108,12 @@ let package = Package(
         ),
         .testTarget(
             name: "ATSReportTests",
-            dependencies: ["ATSReport", "ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSTestSupport"]
+            dependencies: ["ATSReport", "ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSTestSupport", "ATSSystemTools"]
         ),
         .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore"]),
         .testTarget(
-            name: "ats-proxyTests", dependencies: ["ATSPolicy", "ATSTLS", "ATSTestSupport"], exclude: ["Fixtures"]
+            name: "ats-proxyTests", dependencies: ["ATSPolicy", "ATSTLS", "ATSTestSupport", "ATSSystemTools"],
+            exclude: ["Fixtures"]
         ),
         .testTarget(name: "ATSSystemToolsTests", dependencies: ["ATSSystemTools"]),
         .testTarget(name: "ATSProxyTestingTests", dependencies: ["ATSProxyTesting", "ATSPolicy"]),

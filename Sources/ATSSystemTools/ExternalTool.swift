@@ -77,29 +77,18 @@ public struct ExternalTool: Sendable {
         let errURL = scratch.appendingPathComponent("err")
         _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL)
-        let err = try FileHandle(forWritingTo: errURL)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment
-        if !interactive { process.standardInput = FileHandle.nullDevice }
-        process.standardOutput = out
-        process.standardError = err
+        let child: ChildProcess
         do {
-            try process.run()
+            child = try ChildProcess(
+                executable: executable, arguments: arguments, environment: environment,
+                standardInput: interactive ? .inherit : .null, standardOutput: .file(outURL.path),
+                standardError: .file(errURL.path))
         } catch {
-            try? out.close()
-            try? err.close()
-            throw ToolError(commandLine: commandLine(arguments), problem: "cannot start \(executable): \(error)")
+            throw ToolError(commandLine: commandLine(arguments), problem: "\(error)")
         }
-        process.waitUntilExit()
-        try? out.close()
-        try? err.close()
+        let status = child.waitUntilExit().shellStatus
         let stdout = (try? String(contentsOf: outURL, encoding: .utf8)) ?? ""
         let stderr = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
-        var status = process.terminationStatus
-        if process.terminationReason == .uncaughtSignal { status = 128 + status }
         return ToolOutput(status: status, stdout: stdout, stderr: stderr)
     }
 

@@ -118,20 +118,15 @@ struct ExecCommand: ParsableCommand {
         environment["ATS_PROXY_URL"] = proxyURL
         environment["ATS_PROXY_TRUST_OVERLAY"] = overlay.state
 
-        let process = Process()
-        process.environment = environment
-        if let prefix = overlay.launcher {
-            process.executableURL = URL(fileURLWithPath: prefix[0])
-            process.arguments = Array(prefix.dropFirst()) + ["--", executable] + Array(command.dropFirst())
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = Array(command.dropFirst())
-        }
+        let launch = overlay.launcher.map { ($0[0], Array($0.dropFirst()) + ["--", executable] + command.dropFirst()) }
+        let process: ChildProcess
         do {
-            try process.run()
-        } catch {
+            process = try ChildProcess(
+                executable: launch?.0 ?? executable, arguments: launch?.1 ?? Array(command.dropFirst()),
+                environment: environment, standardInput: .inherit)
+        } catch let error as ChildProcess.SpawnError {
             FileHandle.standardError.write(
-                Data("ats-proxy: error: cannot start '\(command[0])': \(error.localizedDescription)\n".utf8))
+                Data("ats-proxy: error: cannot start '\(command[0])': \(String(cString: strerror(error.code)))\n".utf8))
             throw ExitCode(127)
         }
         let watcher = SignalWatcher()
@@ -151,8 +146,7 @@ struct ExecCommand: ParsableCommand {
         launched.writeReport()
         try? FileManager.default.removeItem(atPath: bundle)
 
-        var status = process.terminationStatus
-        if process.terminationReason == .uncaughtSignal { status = 128 + status }
+        let status = process.waitUntilExit().shellStatus
         let outcome = ExecOutcome(
             stats: launched.stats.snapshot, commandStatus: status, allowViolations: allowViolations,
             firstUntrusted: untrusted.record, overlayState: overlay.state)
@@ -189,21 +183,22 @@ struct ExecCommand: ParsableCommand {
 
     /// Runs the launcher in probe mode: whether the namespace can be set up here, and why not.
     static func probe(_ launcher: [String]) -> (ok: Bool, reason: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: launcher[0])
-        process.arguments = Array(launcher.dropFirst()) + ["--probe"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ats-proxy-probe-\(getpid())-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let process: ChildProcess
         do {
-            try process.run()
+            process = try ChildProcess(
+                executable: launcher[0], arguments: Array(launcher.dropFirst()) + ["--probe"],
+                environment: ProcessInfo.processInfo.environment, standardOutput: .null,
+                standardError: .file(scratch.path))
         } catch {
-            return (false, "cannot start \(launcher[0]): \(error)")
+            return (false, "\(error)")
         }
-        let text = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let status = process.waitUntilExit().shellStatus
+        let text = FileManager.default.contents(atPath: scratch.path) ?? Data()
         let reason = String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        return (process.terminationStatus == 0, reason.isEmpty ? "status \(process.terminationStatus)" : reason)
+        return (status == 0, reason.isEmpty ? "status \(status)" : reason)
     }
 
     /// This executable's path (`/proc/self/exe` on Linux), to start the overlay launcher.

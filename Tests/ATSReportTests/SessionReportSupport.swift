@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSSystemTools
 import ATSTestSupport
 import Foundation
 import Testing
@@ -96,24 +97,18 @@ extension ReportFixtures {
 
     /// Runs `executable` with a deadline; kills it (by PID) when the deadline passes.
     static func run(_ executable: String, _ arguments: [String], timeout: Double) throws -> RunResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
         let scratch = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
         let outputURL = scratch.appendingPathComponent("output.txt")
         _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
         let handle = try FileHandle(forWritingTo: outputURL)
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
+        let process = try ChildProcess(
+            executable: executable, arguments: arguments, environment: ProcessInfo.processInfo.environment,
+            standardOutput: .descriptor(handle.fileDescriptor), standardError: .descriptor(handle.fileDescriptor))
         var timedOut = false
-        if process.isRunning {
+        if !process.wait(timeout: timeout) {
             timedOut = true
-            kill(process.processIdentifier, SIGKILL)
+            process.send(SIGKILL)
             process.waitUntilExit()
         }
         try? handle.close()

@@ -191,9 +191,7 @@ import Testing
 
     /// The pid of a process that has exited (and been reaped).
     static func deadPID() throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/true")
-        try process.run()
+        let process = try ChildProcess(executable: "/bin/true", arguments: [], environment: [:])
         process.waitUntilExit()
         return process.processIdentifier
     }

@@ -1,3 +1,4 @@
+import ATSSystemTools
 import ATSTLS
 import ATSTestSupport
 import Foundation
@@ -147,20 +148,11 @@ enum ChallengeClientRun {
         let errPath = directory.file("err")
         _ = FileManager.default.createFile(atPath: outPath, contents: nil)
         _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.lowercased().hasSuffix("_proxy") }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle(forWritingAtPath: outPath)
-        process.standardError = FileHandle(forWritingAtPath: errPath)
-        try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        let process = try ChildProcess(
+            executable: executable, arguments: arguments,
+            environment: ProcessInfo.processInfo.environment.filter { !$0.key.lowercased().hasSuffix("_proxy") },
+            standardOutput: .file(outPath), standardError: .file(errPath))
+        if !process.wait(timeout: timeout) { process.send(SIGKILL) }
         process.waitUntilExit()
         let text = { (path: String) in
             String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self)

@@ -1,3 +1,5 @@
+import ATSSystemTools
+import ATSTestSupport
 import Foundation
 import Testing
 
@@ -39,25 +41,22 @@ import Testing
         _ executable: URL, _ arguments: [String], directory: String? = nil, environment: [String: String]? = nil,
         timeout: TimeInterval
     ) throws -> Result {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        if let environment { process.environment = environment }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        killer.cancel()
-        return Result(
-            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
+        let scratch = try TemporaryDirectory("launch")
+        let stdoutPath = scratch.file("stdout")
+        let stderrPath = scratch.file("stderr")
+        let process = try ChildProcess(
+            executable: executable.path, arguments: arguments,
+            environment: environment ?? ProcessInfo.processInfo.environment, currentDirectory: directory,
+            standardOutput: .file(stdoutPath), standardError: .file(stderrPath))
+        if !process.wait(timeout: timeout) {
+            process.send(SIGTERM)
+            if !process.wait(timeout: 5) { process.send(SIGKILL) }
+            process.waitUntilExit()
+        }
+        let read = { (path: String) in
+            String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self)
+        }
+        return Result(status: process.terminationStatus, stdout: read(stdoutPath), stderr: read(stderrPath))
     }
 
     static func temporaryFile(_ name: String, _ data: Data) throws -> String {

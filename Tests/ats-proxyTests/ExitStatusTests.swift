@@ -1,3 +1,4 @@
+import ATSSystemTools
 import ATSTestSupport
 import Foundation
 import Testing
@@ -12,15 +13,10 @@ import Testing
     ) throws -> (status: Int32, stderr: String) {
         let stderrPath = directory.file("proxy-\(UUID().uuidString.prefix(6)).err")
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        let process = Process()
-        process.executableURL = CLITests.binary
-        process.arguments = arguments
-        process.currentDirectoryURL = directory.url
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: stderrPath)
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let process = try ChildProcess(
+            executable: CLITests.binary.path, arguments: arguments, environment: environment,
+            currentDirectory: directory.path, standardOutput: .null, standardError: .file(stderrPath))
+        defer { process.send(SIGKILL) }
         let stderr = { String(decoding: FileManager.default.contents(atPath: stderrPath) ?? Data(), as: UTF8.self) }
         let started = E2E.poll(timeout: 15) { () -> Bool? in
             if !process.isRunning { return false }
@@ -28,7 +24,7 @@ import Testing
         }
         guard started == true else { throw E2E.Failure("the proxy did not start: \(stderr())") }
         try traffic()
-        kill(process.processIdentifier, SIGINT)
+        process.send(SIGINT)
         let exited = E2E.poll(timeout: 20) { process.isRunning ? nil : true } ?? false
         guard exited else { throw E2E.Failure("the proxy did not stop: \(stderr())") }
         return (process.terminationStatus, stderr())

@@ -1,3 +1,4 @@
+import ATSSystemTools
 import ATSTestSupport
 import Foundation
 import Testing
@@ -92,7 +93,7 @@ struct EnvironmentRun {
 
 /// A child process with its own environment and its output in files; killed by PID when released.
 final class EnvironmentChild: @unchecked Sendable {
-    let process = Process()
+    let process: ChildProcess
     let stdoutPath: String
     let stderrPath: String
 
@@ -102,15 +103,9 @@ final class EnvironmentChild: @unchecked Sendable {
         let tag = UUID().uuidString.prefix(6)
         stdoutPath = directory.file("child-\(tag).out")
         stderrPath = directory.file("child-\(tag).err")
-        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
-        process.standardError = FileHandle(forWritingAtPath: stderrPath)
-        try process.run()
+        process = try ChildProcess(
+            executable: executable, arguments: arguments, environment: environment,
+            standardOutput: .file(stdoutPath), standardError: .file(stderrPath))
     }
 
     var pid: Int32 { process.processIdentifier }
@@ -120,7 +115,7 @@ final class EnvironmentChild: @unchecked Sendable {
 
     func wait(timeout: Double) -> Bool { E2E.poll(timeout: timeout) { process.isRunning ? nil : true } ?? false }
 
-    func signal(_ number: Int32) { if process.isRunning { kill(process.processIdentifier, number) } }
+    func signal(_ number: Int32) { process.send(number) }
 
     /// Waits until stderr contains `text`; false after `timeout`.
     func waitForStderr(_ text: String, timeout: Double = 30) -> Bool {
@@ -129,7 +124,7 @@ final class EnvironmentChild: @unchecked Sendable {
 
     func stop() {
         if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
+            process.send(SIGKILL)
             _ = wait(timeout: 5)
         }
     }

@@ -1,3 +1,4 @@
+import ATSSystemTools
 import Foundation
 import Testing
 
@@ -5,7 +6,7 @@ import Testing
 @Suite(.serialized) struct OnboardingTests {
     /// A proxy process on a free loopback port with its own CA directory; killed on deinit.
     final class RunningProxy {
-        let process = Process()
+        let process: ChildProcess
         let port: Int
         let caDirectory: URL
 
@@ -13,11 +14,10 @@ import Testing
             caDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "ats-onboard-\(UUID().uuidString)")
             port = try Self.freePort()
-            process.executableURL = CLITests.binary
-            process.arguments = ["--listen", "127.0.0.1:\(port)", "--ca-dir", caDirectory.path, "--diagnostics", "0"]
-            process.standardError = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
+            process = try ChildProcess(
+                executable: CLITests.binary.path,
+                arguments: ["--listen", "127.0.0.1:\(port)", "--ca-dir", caDirectory.path, "--diagnostics", "0"],
+                environment: ProcessInfo.processInfo.environment, standardOutput: .null, standardError: .null)
             let deadline = Date().addingTimeInterval(10)
             while Date() < deadline {
                 if (try? CLITests.runTool("/usr/bin/curl", ["-s", "-o", "/dev/null", "http://127.0.0.1:\(port)/"]))?
@@ -32,7 +32,7 @@ import Testing
 
         deinit {
             if process.isRunning {
-                process.terminate()
+                process.send(SIGTERM)
                 process.waitUntilExit()
             }
             try? FileManager.default.removeItem(at: caDirectory)

@@ -1,3 +1,4 @@
+import ATSSystemTools
 import ATSTLS
 import ATSTestSupport
 import Foundation
@@ -113,7 +114,7 @@ enum E2E {
 
 /// A child process with stdout and stderr captured in files; `stop()` kills it by PID.
 final class Child: @unchecked Sendable {
-    let process = Process()
+    let process: ChildProcess
     let stdoutPath: String
     let stderrPath: String
 
@@ -124,15 +125,10 @@ final class Child: @unchecked Sendable {
     ) throws {
         stdoutPath = directory.file("\(label)-\(UUID().uuidString.prefix(6)).out")
         stderrPath = directory.file("\(label)-\(UUID().uuidString.prefix(6)).err")
-        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = E2E.environment.merging(environment) { _, added in added }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
-        process.standardError = FileHandle(forWritingAtPath: stderrPath)
-        try process.run()
+        process = try ChildProcess(
+            executable: executable, arguments: arguments,
+            environment: E2E.environment.merging(environment) { _, added in added },
+            standardOutput: .file(stdoutPath), standardError: .file(stderrPath))
     }
 
     var pid: Int32 { process.processIdentifier }
@@ -146,14 +142,12 @@ final class Child: @unchecked Sendable {
         E2E.poll(timeout: timeout) { process.isRunning ? nil : true } ?? false
     }
 
-    func signal(_ signal: Int32) {
-        if process.isRunning { kill(process.processIdentifier, signal) }
-    }
+    func signal(_ signal: Int32) { process.send(signal) }
 
     /// Kills the process (SIGKILL by PID) and reaps it.
     func stop() {
         if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
+            process.send(SIGKILL)
             _ = wait(timeout: 5)
         }
     }
