@@ -120,7 +120,7 @@ struct PlatformTests {
         for feature in PlatformFeature.allCases {
             #expect(feature.isLinkedOnOrAfter == linked.contains(feature), "\(feature)")
         }
-        let oldSDK = Platform(family: .iOS, version: OSVersion(26, 4), sdk: OSVersion(8, 0))
+        let oldSDK = Platform(family: .iOS, version: OSVersion(27, 0), sdk: OSVersion(8, 0))
         for feature in PlatformFeature.allCases {
             #expect(oldSDK.has(feature) == !linked.contains(feature), "\(feature)")
         }
@@ -136,6 +136,7 @@ struct PlatformTests {
         let uncertain: Set<PlatformFeature> = [
             .chachaAndRSA256CBCSuites, .cbcSHA2SuitesRemoved, .modernCleartextConsoleWording,
             .taskIdentifierConsoleLines, .modernSecureConnectionFailedText, .tls12AbsoluteFloor,
+            .systemServicesRequireATS,
         ]
         for feature in PlatformFeature.allCases {
             #expect(feature.isUncertain == uncertain.contains(feature), "\(feature)")

@@ -41,7 +41,7 @@ extension ReportFixtures {
     }
 
     static func report(
-        _ records: [RequestRecord], ats: [String: PlistValue] = [:], options: EvaluationOptions = EvaluationOptions(),
+        _ records: [RequestRecord], ats: [String: PlistValue] = [:], options: EvaluationOptions = ReportFixtures.pinnedOptions,
         source: LoadedInfoPlist? = nil
     ) -> SessionReport {
         let report = SessionReport(

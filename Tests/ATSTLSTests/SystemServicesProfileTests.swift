@@ -12,9 +12,11 @@ struct SystemServicesProfileTests {
     /// A fixture server at exactly `version`, with or without the extended master secret.
     static func server(
         _ version: TLSProtocolVersion, extendedMasterSecret: Bool = true, ciphers: String? = nil,
-        leaf: Certificate = TestPKI.leaf(TestPKI.leafSpec())
+        key: PrivateKey = TestPKI.ecKey
     ) throws -> TestServer {
-        let context = TestPKI.serverContext(leaf: leaf, minimum: version, maximum: version, ciphers: ciphers)
+        let leaf = TestPKI.leaf(TestPKI.leafSpec(), key: key)
+        let context = TestPKI.serverContext(
+            leaf: leaf, key: key, minimum: version, maximum: version, ciphers: ciphers)
         if !extendedMasterSecret { context.disableExtendedMasterSecret() }
         return try TestServer(.tls(context))
     }
@@ -84,9 +86,7 @@ struct SystemServicesProfileTests {
     }
 
     @Test func staticRSAFailsAsANonATSSuite() throws {
-        let server = try Self.server(
-            .tls12, ciphers: "AES128-GCM-SHA256",
-            leaf: TestPKI.leaf(TestPKI.leafSpec(), key: TestPKI.rsa2048))
+        let server = try Self.server(.tls12, ciphers: "AES128-GCM-SHA256", key: TestPKI.rsa2048)
         defer { server.stop() }
         let (verdict, summary) = try Self.judge(server)
         #expect(!summary.forwardSecret)
