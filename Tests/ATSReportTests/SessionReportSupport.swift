@@ -41,7 +41,8 @@ extension ReportFixtures {
     }
 
     static func report(
-        _ records: [RequestRecord], ats: [String: PlistValue] = [:], options: EvaluationOptions = ReportFixtures.pinnedOptions,
+        _ records: [RequestRecord], ats: [String: PlistValue] = [:],
+        options: EvaluationOptions = ReportFixtures.pinnedOptions,
         source: LoadedInfoPlist? = nil
     ) -> SessionReport {
         let report = SessionReport(

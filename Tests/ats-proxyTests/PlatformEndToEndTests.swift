@@ -70,15 +70,14 @@ import Testing
         #expect(current.extras[Self.tls10]?.requests.filter { $0.hasPrefix("GET ") }.isEmpty == true)
     }
 
-    /// The group each server chose, in the JSON log and on the console line.
+    /// The group each server chose (an X25519-preferring server, a P-256-only one), in the JSON log and on the
+    /// console line.
     @Test func theNegotiatedGroupIsLoggedForAnX25519AndAP256Server() throws {
         let stack = try ProxyStack(arguments: ["--log-format", "json"]) { directory, pki in
             let leaf = try pki.leaf([Self.x25519, Self.p256], file: "groups")
             return [
-                (
-                    Self.x25519,
-                    try Origin(name: "x25519", directory: directory, tls: leaf, tlsOptions: ["--group", "X25519"])
-                ),
+                // OpenSSL's default server list prefers X25519 (Python's ssl cannot limit a server to it).
+                (Self.x25519, try Origin(name: "x25519", directory: directory, tls: leaf)),
                 (
                     Self.p256,
                     try Origin(name: "p256", directory: directory, tls: leaf, tlsOptions: ["--group", "prime256v1"])

@@ -92,7 +92,8 @@ def main():
                 fail("the proxy closed during the handshake")
             incoming.write(data)
 
-    request = f"GET {args.path} HTTP/1.1\r\nHost: {args.host}\r\nConnection: close\r\n\r\n"
+    authority = args.host if args.port == 443 else target
+    request = f"GET {args.path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
     engine.write(request.encode())
     flush(sock, outgoing)
     response = b""
