@@ -416,7 +416,7 @@ public struct ATSEvaluator: Sendable {
                         if floorOn26 {
                             reported.append(
                                 RuleStep(
-                                    "NSExceptionMinimumTLSVersion = \(requested) is not honoured on \(platform.family.displayName) 26 and later; TLS 1.2 remains the minimum (switch: --tls-floor-26 off)."
+                                    "NSExceptionMinimumTLSVersion = \(requested) is not honoured on \(platform) (\(platform.family.displayName) 26 and later); TLS 1.2 remains the minimum (switch: --tls-floor-26 off)."
                                 ))
                         } else {
                             minimum = requested

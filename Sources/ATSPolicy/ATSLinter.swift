@@ -182,8 +182,10 @@ public struct ATSLinter: Sendable {
                         code: "tls-floor", severity: .warning,
                         keyPath: path.appending(ATSKey.exceptionMinimumTLSVersion),
                         message:
-                            "\(entry.minimumTLSVersion) is reportedly not honoured on iOS/macOS 26 and later: connections to a server without TLS 1.2 fail there",
-                        fix: "upgrade the server to TLS 1.2 or later"))
+                            "\(entry.minimumTLSVersion) has no effect on \(platform) (reportedly not honoured on iOS/macOS 26 and later: connections to a server without TLS 1.2 fail there), yet App Review still asks for a justification of it",
+                        fix:
+                            "upgrade the server to TLS 1.2 or later and remove the key (it matters only below iOS 26 / macOS 26)"
+                    ))
             }
             if entry.minimumTLSVersionSpecified && entry.minimumTLSVersion == .tls13 && !platform.has(.tls13) {
                 findings.append(

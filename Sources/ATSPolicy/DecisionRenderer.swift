@@ -44,7 +44,7 @@ public enum DecisionRenderer {
         out.append(decision.target.url)
         out.append("  Verdict       \(verdictText(decision))")
         out.append(
-            "  Request       \(decision.target.host) port \(decision.target.port), \(decision.source.displayName), \(decision.platform)"
+            "  Request       \(decision.target.host) port \(decision.target.port), \(decision.source.displayName), \(decision.platform.labelled)"
         )
         out.append("  Rule chain")
         for (index, step) in decision.ruleChain.enumerated() {

@@ -33,6 +33,13 @@ public enum PlatformFeature: String, Sendable, CaseIterable, Codable {
     case tls12AbsoluteFloor
     /// The NIAP FCP TLS package keys are honoured.
     case niapTLSPackage
+    /// Every ClientHello offers the hybrid post-quantum group X25519MLKEM768 first (with a key share),
+    /// then the classical groups; a server may answer with any of them (Apple support article 122756).
+    case postQuantumKeyExchange
+    /// System processes (device management, enrolment, profile and app installation, software update)
+    /// require TLS 1.2+, ATS cipher suites and ATS certificates (Apple support article 126655: "as early as
+    /// the next major release", so the threshold is uncertain). Apps are not affected.
+    case systemServicesRequireATS
 
     /// The first OS version, per family, that has the feature.
     public func threshold(for family: PlatformFamily) -> OSVersion {
@@ -65,6 +72,10 @@ public enum PlatformFeature: String, Sendable, CaseIterable, Codable {
         case (.tls12AbsoluteFloor, .macOS): OSVersion(26)
         case (.niapTLSPackage, .iOS): OSVersion(26, 4)
         case (.niapTLSPackage, .macOS): OSVersion(26, 4)
+        case (.postQuantumKeyExchange, .iOS): OSVersion(26)
+        case (.postQuantumKeyExchange, .macOS): OSVersion(26)
+        case (.systemServicesRequireATS, .iOS): OSVersion(27)
+        case (.systemServicesRequireATS, .macOS): OSVersion(27)
         }
     }
 
@@ -76,7 +87,7 @@ public enum PlatformFeature: String, Sendable, CaseIterable, Codable {
             .platformCertificateTransparency, .tls13,
             .strictServerCertificates, .chachaAndRSA256CBCSuites, .cbcSHA2SuitesRemoved,
             .modernCleartextConsoleWording, .modernSecureConnectionFailedText, .tls12AbsoluteFloor,
-            .niapTLSPackage:
+            .niapTLSPackage, .postQuantumKeyExchange, .systemServicesRequireATS:
             false
         }
     }
@@ -86,11 +97,11 @@ public enum PlatformFeature: String, Sendable, CaseIterable, Codable {
         switch self {
         case .chachaAndRSA256CBCSuites, .cbcSHA2SuitesRemoved, .modernCleartextConsoleWording,
             .taskIdentifierConsoleLines,
-            .modernSecureConnectionFailedText, .tls12AbsoluteFloor:
+            .modernSecureConnectionFailedText, .tls12AbsoluteFloor, .systemServicesRequireATS:
             true
         case .appTransportSecurity, .fineGrainedGlobalKeys, .platformRejectsSHA1AndSmallRSA,
             .platformCertificateTransparency, .tls13, .strictServerCertificates, .externalIPAddressesRequireATS,
-            .niapTLSPackage:
+            .niapTLSPackage, .postQuantumKeyExchange:
             false
         }
     }

@@ -125,7 +125,8 @@ enum ReportHTMLWriter {
             html += "<dl class=\"tls\">\n"
             for tls in host.tls {
                 let parts = [
-                    tls.version, tls.cipher, tls.keyExchange.map { "kx \($0)" }, tls.leafKey.map { "leaf \($0)" },
+                    tls.version, tls.cipher, tls.keyExchange.map { "kx \($0)" }, tls.group.map { "group \($0)" },
+                    tls.leafKey.map { "leaf \($0)" },
                     tls.leafSignature, tls.chainLength.map { "chain \($0)" }, tls.alpn.map { "ALPN \($0)" },
                 ].compactMap { $0 }
                 html +=
@@ -138,6 +139,9 @@ enum ReportHTMLWriter {
         if let version = host.needs.minimumTLSVersion { needs.append("minimum \(version)") }
         if host.needs.forwardSecrecyWaiver { needs.append("no forward secrecy") }
         if !needs.isEmpty { html += "<p class=\"small\">Needs: \(e(needs.joined(separator: ", ")))</p>\n" }
+        if let systemServices = host.systemServices {
+            html += "<p class=\"small\">System services (apart from the app's verdict): \(e(systemServices.line))</p>\n"
+        }
         for assumption in host.needs.assumptions { html += "<p class=\"small\">Assumed: \(e(assumption))</p>\n" }
         html += "</article>\n"
         return html

@@ -64,7 +64,7 @@ enum ReportJUnitWriter {
                 "\(host.requests) request(s): \(host.allowed) allowed, \(host.blocked) blocked, \(host.failed) failed, \(host.reported) reported; schemes \(host.schemes.joined(separator: ", "))"
             for tls in host.tls {
                 out +=
-                    "\nTLS: \(tls.version ?? "?") \(tls.cipher ?? "?") leaf \(tls.leafKey ?? "?") \(tls.leafSignature ?? "?") chain \(tls.chainLength ?? "?") × \(tls.count)"
+                    "\nTLS: \(tls.version ?? "?") \(tls.cipher ?? "?")\(tls.group.map { " group \($0)" } ?? "") leaf \(tls.leafKey ?? "?") \(tls.leafSignature ?? "?") chain \(tls.chainLength ?? "?") × \(tls.count)"
             }
             lines.append("      <system-out>\(e(out))</system-out>")
             lines.append("    </testcase>")

@@ -1,5 +1,6 @@
 import ATSPolicy
 import ATSProxyCore
+import ATSTLS
 import Foundation
 import Synchronization
 
@@ -423,6 +424,8 @@ extension SessionReport {
         var verdicts: [VerdictSummary] = []
         var verdictIndex: [String: Int] = [:]
         var tls: [TLSObservation] = []
+        /// The system-services verdict kept for the report (a failing one wins over a passing one).
+        var systemServices: SystemServicesVerdict?
 
         init(host: String) { self.host = host }
 
@@ -460,11 +463,17 @@ extension SessionReport {
                 verdict = verdicts.count - 1
                 verdictIndex[verdictKey] = verdict
             }
+            if let verdict = record.systemServices, systemServices == nil || systemServices?.outcome != verdict.outcome,
+                systemServices?.outcome != .fail
+            {
+                systemServices = verdict
+            }
             var tlsIndex: Int?
             if let facts = record.tls {
                 let observation = TLSObservation(
                     version: facts["version"], cipher: facts["cipher"], keyExchange: facts["keyExchange"],
-                    leaf: facts["leaf"], leafKey: facts["leafKey"], leafSignature: facts["leafSignature"],
+                    group: facts["group"], leaf: facts["leaf"], leafKey: facts["leafKey"],
+                    leafSignature: facts["leafSignature"],
                     chainLength: facts["chainLength"], alpn: facts["alpn"], count: 0)
                 tlsIndex = tls.firstIndex { Self.sameFacts($0, observation) }
                 if tlsIndex == nil && tls.count < SessionReport.maximumTLSSetsPerHost {
@@ -535,7 +544,7 @@ extension SessionReport {
                 reported: reported, violations: violations, bytesFromClient: bytesFromClient,
                 bytesToClient: bytesToClient,
                 durationMilliseconds: durationMilliseconds, schemes: schemeOrder, sources: sources, verdicts: ordered,
-                tls: tls, failedRule: worst?.rule, fix: worst?.fix, needs: needs)
+                tls: tls, failedRule: worst?.rule, fix: worst?.fix, needs: needs, systemServices: systemServices)
         }
     }
 }

@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSTLS
 import Foundation
 
 /// The `report.json` document: everything a session report says, as Codable values. The JSON
@@ -144,6 +145,9 @@ public struct HostReport: Sendable, Codable, Equatable {
     public var fix: String?
     /// What this host needs relative to the empty dictionary.
     public var needs: HostNeeds
+    /// `--system-services-hosts`: the iOS/macOS 27 system-services verdict (the first failing one seen, else the
+    /// first passing one), apart from the app's verdicts above; nil for other hosts.
+    public var systemServices: SystemServicesVerdict? = nil
 }
 
 /// One distinct outcome for a host.
@@ -165,6 +169,8 @@ public struct TLSObservation: Sendable, Codable, Equatable {
     public var version: String?
     public var cipher: String?
     public var keyExchange: String?
+    /// The negotiated key-exchange group by its registry name (`x25519`, `X25519MLKEM768`), nil for static RSA.
+    public var group: String? = nil
     public var leaf: String?
     public var leafKey: String?
     public var leafSignature: String?

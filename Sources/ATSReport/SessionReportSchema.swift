@@ -233,7 +233,8 @@ public enum SessionReportSchema {
                     "type": "object", "additionalProperties": false, "required": ["count"],
                     "properties": {
                       "version": { "type": "string" }, "cipher": { "type": "string" },
-                      "keyExchange": { "type": "string" }, "leaf": { "type": "string" },
+                      "keyExchange": { "type": "string" }, "group": { "type": "string" },
+                      "leaf": { "type": "string" },
                       "leafKey": { "type": "string" }, "leafSignature": { "type": "string" },
                       "chainLength": { "type": "string" }, "alpn": { "type": "string" },
                       "count": { "type": "integer", "minimum": 1 }
@@ -251,6 +252,14 @@ public enum SessionReportSchema {
                     "forwardSecrecyWaiver": { "type": "boolean" },
                     "assumptions": { "type": "array", "items": { "type": "string" } },
                     "unfixable": { "type": "array", "items": { "type": "string" } }
+                  }
+                },
+                "systemServices": {
+                  "type": "object", "additionalProperties": false, "required": ["outcome", "platform", "reasons"],
+                  "properties": {
+                    "outcome": { "enum": ["pass", "fail"] },
+                    "platform": { "type": "string" },
+                    "reasons": { "type": "array", "items": { "type": "string" } }
                   }
                 }
               }

@@ -137,6 +137,9 @@ public struct HandshakeSummary: Sendable {
     /// Whether the handshake resumed a session; the certificate facts then come from the full
     /// handshake that created it (see `UpstreamSessionCache`).
     public internal(set) var resumedSession = false
+    /// Whether the handshake used the extended master secret (RFC 7627): nil for TLS 1.3, where the key
+    /// schedule always binds the transcript and the extension does not exist.
+    public internal(set) var extendedMasterSecret: Bool? = nil
 
     public var leaf: CertificateDetails? { presentedChain.first }
     public var forwardSecret: Bool { cipher.keyExchange.isForwardSecret }
@@ -174,7 +177,16 @@ extension HandshakeSummary {
             verificationIssues: verification.issues, anchor: verification.anchor, scts: scts,
             ctLogsAvailable: (ctLogs?.logCount ?? 0) > 0, ocspStapleBytes: max(0, ocspLength),
             alpn: connection.negotiatedALPN,
-            time: time)
+            time: time
+        ).withExtendedMasterSecret(of: connection)
+    }
+
+    /// The summary with `extendedMasterSecret` read from `connection` (TLS 1.2 and below only).
+    func withExtendedMasterSecret(of connection: TLSConnection) -> HandshakeSummary {
+        var copy = self
+        copy.extendedMasterSecret =
+            version == .tls13 ? nil : ats_SSL_get_extms_support(connection.ssl) == 1
+        return copy
     }
 
     /// The summary of a resumed handshake: version, cipher, group and ALPN from `connection`;
@@ -189,7 +201,7 @@ extension HandshakeSummary {
             scts: facts.scts, ctLogsAvailable: facts.ctLogsAvailable, ocspStapleBytes: facts.ocspStapleBytes,
             alpn: connection.negotiatedALPN, time: facts.time)
         summary.resumedSession = true
-        return summary
+        return summary.withExtendedMasterSecret(of: connection)
     }
 
     /// Version, cipher suite and key-exchange group of an established connection.

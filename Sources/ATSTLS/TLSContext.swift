@@ -99,6 +99,24 @@ public final class TLSContext: @unchecked Sendable {
         try check(ats_SSL_CTX_set1_groups_list(pointer, list), "set groups \(list)")
     }
 
+    /// Whether the OpenSSL linked at run time knows the group `name` (OpenSSL's list spelling, e.g.
+    /// "X25519MLKEM768"): it tries to set a one-group list on a scratch client context and reports whether
+    /// OpenSSL accepted it. Never a build-time assumption: the same binary offers the hybrid group once it
+    /// runs against an OpenSSL (3.5+) that provides it. A name with a separator in it is refused.
+    public static func supportsGroup(_ name: String) -> Bool {
+        guard !name.isEmpty, !name.contains(":"), let context = SSL_CTX_new(TLS_client_method()) else { return false }
+        defer { SSL_CTX_free(context) }
+        let accepted = ats_SSL_CTX_set1_groups_list(context, name) == 1
+        ERR_clear_error()
+        return accepted
+    }
+
+    /// Server role: never negotiate the extended master secret (RFC 7627) at TLS 1.2 and below, as old servers
+    /// do (fixtures for the system-services profile).
+    public func disableExtendedMasterSecret() {
+        _ = SSL_CTX_set_options(pointer, ats_SSL_OP_NO_EXTENDED_MASTER_SECRET)
+    }
+
     /// Lets a server context negotiate finite-field DHE with built-in parameters (fixture servers).
     public func enableAutomaticDHParameters() { _ = ats_SSL_CTX_set_dh_auto(pointer, 1) }
 

@@ -25,21 +25,23 @@ public final class UpstreamTLSClient: Sendable {
     public let sessions: UpstreamSessionCache?
     /// Where every upstream handshake's secrets go (`--keylog`); nil for none.
     public let keyLog: TLSKeyLog?
+    /// The key-exchange groups every ClientHello offers, in order (see `GroupOffer`).
+    public let groupOffer: GroupOffer
     private let contexts = Mutex<[String: TLSContext]>([:])
 
+    /// `groups`: what the engines offer; the default is the classical list every modelled platform offers.
     public init(
         trust: TrustStore, ctLogs: CTLogStore? = nil, alpn: [String] = ["h2", "http/1.1"],
-        sessions: UpstreamSessionCache? = UpstreamSessionCache(), keyLog: TLSKeyLog? = nil
+        sessions: UpstreamSessionCache? = UpstreamSessionCache(), keyLog: TLSKeyLog? = nil,
+        groups: GroupOffer = GroupOffer(wanted: KeyExchangeGroup.offered(on: Platform(parsing: "ios:18.0")!))
     ) {
         self.keyLog = keyLog
         self.trust = trust
         self.ctLogs = ctLogs
         self.alpn = alpn
         self.sessions = sessions
+        self.groupOffer = groups
     }
-
-    /// The groups an Apple client offers.
-    static let groups = "X25519:P-256:P-384:P-521"
 
     /// What a context offers.
     struct Offer: Hashable {
@@ -81,7 +83,7 @@ public final class UpstreamTLSClient: Sendable {
             try context.setCipherList(offer.cipherList)
         }
         try context.setTLS13Suites(offer.tls13Suites)
-        try context.setGroups(Self.groups)
+        try context.setGroups(groupOffer.openSSLList)
         try context.setClientALPN(alpn)
         // Collect SCTs from the TLS extension and OCSP too (validation is ours: pitfall 16).
         _ = SSL_CTX_enable_ct(context.pointer, Int32(SSL_CT_VALIDATION_PERMISSIVE))
@@ -158,5 +160,48 @@ public final class UpstreamTLSClient: Sendable {
         let summary = HandshakeSummary.read(from: connection, host: host, trust: trust, ctLogs: ctLogs, time: time)
         connection.adoptSessionFacts(summary)
         return summary
+    }
+}
+
+/// The key-exchange groups upstream handshakes offer: the emulated platform's groups, in its order, less
+/// those the OpenSSL linked at run time does not provide (`TLSContext.supportsGroup`, asked once per group
+/// when the offer is made). With OpenSSL 3.0 an iOS 26+ emulation therefore offers X25519, P-256, P-384 and
+/// P-521 and names X25519MLKEM768 as unavailable; with OpenSSL 3.5+ the hybrid group goes first, as on the
+/// device.
+public struct GroupOffer: Sendable, Hashable {
+    /// What the emulated platform offers, in its order.
+    public let wanted: [KeyExchangeGroup]
+    /// What the handshakes offer: `wanted` less the unavailable groups (never empty: falls back to X25519
+    /// and P-256, which every OpenSSL this project links has).
+    public let offered: [KeyExchangeGroup]
+    /// Groups of `wanted` the linked OpenSSL does not provide.
+    public var unavailable: [KeyExchangeGroup] { wanted.filter { !offered.contains($0) } }
+
+    /// Detects support at run time with `supports` (the real OpenSSL unless a test replaces it).
+    public init(
+        wanted: [KeyExchangeGroup], supports: (String) -> Bool = { TLSContext.supportsGroup($0) }
+    ) {
+        self.wanted = wanted
+        let available = wanted.filter { supports($0.openSSLListName) }
+        offered = available.isEmpty ? [.x25519, .secp256r1] : available
+    }
+
+    /// The list for `SSL_CTX_set1_groups_list`, e.g. "X25519:P-256:P-384:P-521".
+    public var openSSLList: String { offered.map(\.openSSLListName).joined(separator: ":") }
+
+    /// The banner's line: which groups are offered, which are not and why, and that a server answering
+    /// without post-quantum is informational.
+    public var bannerLine: String {
+        var line = "key exchange: offering \(offered.map(\.rawValue).joined(separator: ", ")) upstream"
+        let missing = unavailable
+        if !missing.isEmpty {
+            line +=
+                " (\(missing.map(\.rawValue).joined(separator: ", ")) not offered: the linked \(OpenSSLLibrary.shortVersion) "
+                + "does not provide it; OpenSSL 3.5 or later does)"
+        }
+        if wanted.contains(where: \.isPostQuantum) {
+            line += "; a server that answers without post-quantum key exchange is informational, never an ATS failure"
+        }
+        return line
     }
 }

@@ -42,3 +42,4 @@ int ats_sk_GENERAL_NAME_num(const STACK_OF(GENERAL_NAME) *stack) { return sk_GEN
 GENERAL_NAME *ats_sk_GENERAL_NAME_value(const STACK_OF(GENERAL_NAME) *stack, int index) {
     return sk_GENERAL_NAME_value(stack, index);
 }
+int ats_SSL_get_extms_support(SSL *ssl) { return (int)SSL_get_extms_support(ssl); }

@@ -7,6 +7,14 @@ import ATSTLS
 import ArgumentParser
 import Foundation
 
+/// Values of `--profile` for `diagnose` and `explain`.
+enum DiagnosticsProfile: String, ExpressibleByArgument, CaseIterable {
+    /// The app's ATS (the default).
+    case app
+    /// What iOS/macOS 27 system processes require (Apple support article 126655).
+    case systemServices = "system-services"
+}
+
 /// `ats-proxy diagnose URL`: the Linux equivalent of `nscurl --ats-diagnostics`, plus one reason
 /// per FAIL and, with --config, the app policy's verdict and smallest change.
 /// Exit status: 0 when the default ATS configuration passes, 1 otherwise, 2 on usage errors.
@@ -35,6 +43,20 @@ struct DiagnoseCommand: ParsableCommand {
 
     @Flag(name: .long, help: "Print each ATS dictionary and the error of each failed load.")
     var verbose = false
+
+    @Flag(
+        name: .long,
+        help:
+            "Instead of the ATS rows: one handshake, then the negotiated version, key-exchange group and cipher suite, as nscurl --tls-diagnostics prints them."
+    )
+    var tlsDiagnostics = false
+
+    @Option(
+        name: .long,
+        help:
+            "app (the ATS rows, default) or system-services (what iOS/macOS 27 system processes require: MDM, enrolment, app and profile installation, software update)."
+    )
+    var profile: DiagnosticsProfile = .app
 
     @Option(name: .long, help: "HOST:PORT:ADDR, as curl's --resolve (repeatable).")
     var resolve: [String] = []
@@ -71,6 +93,9 @@ struct DiagnoseCommand: ParsableCommand {
         }
         guard target.scheme == .https else { throw ValidationError("diagnose needs an https:// URL, got '\(url)'") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        guard !(tlsDiagnostics && profile == .systemServices) else {
+            throw ValidationError("--tls-diagnostics and --profile system-services exclude each other")
+        }
         for spec in afPolicy {
             do {
                 _ = try AFPolicySpec(parsing: spec)
@@ -89,6 +114,17 @@ struct DiagnoseCommand: ParsableCommand {
     }
 
     func run() throws {
+        var single: (text: String, passed: Bool)?
+        // Errors exit inside (status 2); only ExitCode(1) for a failed default row comes out.
+        try runATSRows(single: &single)
+        guard let single else { return }
+        FileHandle.standardOutput.write(Data(single.text.utf8))
+        if !single.passed { throw ExitCode(1) }
+    }
+
+    /// The nscurl rows (and `--af-policy`), or with `--tls-diagnostics` / `--profile system-services` the one
+    /// handshake's report in `single` (printed by `run`).
+    private func runATSRows(single: inout (text: String, passed: Bool)?) throws {
         let report: DiagnosticsReport
         let afText: String
         do {
@@ -98,7 +134,11 @@ struct DiagnoseCommand: ParsableCommand {
             let options = try policy.evaluationOptions()
             let trust = try TrustStore(extraAnchorFiles: upstreamCa)
             let logs = try ctLogList.map { try CTLogStore(file: $0) } ?? CTLogStore(logs: CTLogStore.embeddedLogs)
-            let checker = UpstreamChecker(client: UpstreamTLSClient(trust: trust, ctLogs: logs))
+            let checker = UpstreamChecker(
+                client: UpstreamTLSClient(
+                    trust: trust, ctLogs: logs,
+                    groups: GroupOffer(wanted: KeyExchangeGroup.offered(on: options.platform))
+                ))
             var appPolicy: PolicyContext?
             if policy.config != nil {
                 let loaded = try policy.loadSource()
@@ -107,6 +147,14 @@ struct DiagnoseCommand: ParsableCommand {
             }
             let transport = UpstreamProbeTransport(
                 host: target.host, port: UInt16(target.port), overrides: overrides, timeout: timeout)
+            if tlsDiagnostics || profile == .systemServices {
+                single =
+                    tlsDiagnostics
+                    ? TLSDiagnostics(checker: checker, options: options).run(target, transport: transport)
+                    : SystemServicesDiagnostics(checker: checker, profile: try policy.systemServicesProfile()).run(
+                        target, transport: transport)
+                return
+            }
             let uuid = UUID()
             let diagnostics = ATSDiagnostics(
                 checker: checker, options: options,

@@ -1,6 +1,7 @@
 import ATSAppTrust
 import ATSPolicy
 import ATSProxyCore
+import ATSTLS
 import ArgumentParser
 import Foundation
 
@@ -36,6 +37,13 @@ struct ExplainCommand: ParsableCommand {
     )
     var afPolicy: [String] = []
 
+    @Option(
+        name: .long,
+        help:
+            "app (the app's ATS, default) or system-services (what iOS/macOS 27 system processes require of each URL)."
+    )
+    var profile: DiagnosticsProfile = .app
+
     @Argument(help: "Absolute http:// or https:// URLs.")
     var urls: [String]
 
@@ -65,6 +73,7 @@ struct ExplainCommand: ParsableCommand {
 
     /// Exit status 1 when any URL is blocked (so CI can gate on it), 2 on errors.
     func run() throws {
+        if profile == .systemServices { return try runSystemServices() }
         let blocked: Bool
         do {
             let loaded = try policy.loadSource()
@@ -111,6 +120,20 @@ struct ExplainCommand: ParsableCommand {
             exitWithError(error)
         }
         if blocked { throw ExitCode(1) }
+    }
+
+    /// `--profile system-services`: what iOS/macOS 27 system processes require of each URL (no Info.plist
+    /// involved); exit status 1 when any URL is cleartext.
+    private func runSystemServices() throws {
+        let results: [(text: String, blocked: Bool)]
+        do {
+            let systemServices = try policy.systemServicesProfile()
+            results = try urls.map { systemServices.explain(try RequestTarget(parsing: $0)) }
+        } catch {
+            exitWithError(error)
+        }
+        print(results.map(\.text).joined(separator: "\n\n"))
+        if results.contains(where: \.blocked) { throw ExitCode(1) }
     }
 }
 

@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSTLS
 import ArgumentParser
 import Foundation
 
@@ -13,8 +14,11 @@ struct PolicyOptions: ParsableArguments {
     @Option(name: .long, help: "Info.plist, bare NSAppTransportSecurity plist (XML or binary), .app bundle or .ipa.")
     var config: String?
 
-    @Option(name: .long, help: "Emulated platform, e.g. ios:18.0 or macos:15.")
-    var platform: String = "ios:18.0"
+    @Option(
+        name: .long,
+        help:
+            "Emulated platform, e.g. ios:18.0 or macos:15 (default: the newest modelled, \(Platform.defaultArgument)).")
+    var platform: String = Platform.defaultArgument
 
     @Option(name: .long, help: "SDK the app was linked with (defaults to the platform version).")
     var sdk: String?
@@ -43,8 +47,15 @@ struct PolicyOptions: ParsableArguments {
 
     @Option(
         name: [.customLong("tls-floor-26"), .customLong("tls-floor26")],
-        help: "On iOS/macOS 26+, ignore exceptions below TLS 1.2: on or off.")
+        help: "On iOS/macOS 26+ (the default platform included), ignore exceptions below TLS 1.2: on or off.")
     var tlsFloor26: Toggle = .on
+
+    @Option(
+        name: .long,
+        help:
+            "System-services profile: require the extended master secret on TLS 1.2 (required, the default) or not (off)."
+    )
+    var systemServicesEms: SystemServicesProfile.EMSRule = .required
 
     @Option(
         name: .long,
@@ -84,6 +95,9 @@ struct PolicyOptions: ParsableArguments {
             throw ValidationError(
                 "--platform must look like ios:18.0 or macos:15 (and --sdk like 18.0); got '\(platform)'")
         }
+        if let gap = parsed.skippedReleaseNote {
+            throw ValidationError("--platform \(platform): \(gap)")
+        }
         return parsed
     }
 
@@ -114,6 +128,11 @@ struct PolicyOptions: ParsableArguments {
         return options
     }
 
+    /// The iOS/macOS 27 system-services profile for the emulated platform and `--system-services-ems`.
+    func systemServicesProfile() throws -> SystemServicesProfile {
+        SystemServicesProfile(options: try evaluationOptions(), ems: systemServicesEms)
+    }
+
     /// Loads the configuration source, or exits with status 2 and a one-line error.
     func loadSource() throws -> LoadedInfoPlist {
         guard let config else { return .none }
@@ -126,6 +145,7 @@ struct PolicyOptions: ParsableArguments {
 }
 
 extension SubdomainDepth: ExpressibleByArgument {}
+extension SystemServicesProfile.EMSRule: ExpressibleByArgument {}
 extension EvaluationOptions.RequiresCTKeyMode: ExpressibleByArgument {}
 
 /// Errors the CLI reports as one line on stderr with exit status 2.

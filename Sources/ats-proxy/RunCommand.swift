@@ -97,6 +97,13 @@ struct ProxyOptions: ParsableArguments {
     @Option(
         name: .long,
         help:
+            "Regular expression searched in host:port; matching hosts (MDM, enrolment, app distribution, software update) are also judged by the iOS/macOS 27 system-services profile, apart from the app's verdict (repeatable)."
+    )
+    var systemServicesHosts: [String] = []
+
+    @Option(
+        name: .long,
+        help:
             "Go out through this HTTP proxy: http://[user:pass@]host:port. Every upstream connection is a CONNECT tunnel through it; ATS judges the origin's TLS inside. Credentials may instead come from ATS_PROXY_UPSTREAM_PROXY_AUTH=user:pass."
     )
     var upstreamProxy: UpstreamProxy?
@@ -191,6 +198,7 @@ struct ProxyOptions: ParsableArguments {
         }
         guard upstreamIdleTimeout >= 0 else { throw ValidationError("--upstream-idle-timeout must not be negative") }
         _ = try makeHostFilter()
+        _ = try makeSystemServices()
         _ = try makeChallengeRotation()
         _ = try makePinningPolicies()
     }
@@ -254,6 +262,18 @@ struct ProxyOptions: ParsableArguments {
         }
     }
 
+    /// `--system-services-hosts` with the profile of the emulated platform (nil without the option).
+    func makeSystemServices() throws -> SystemServicesSetting? {
+        guard !systemServicesHosts.isEmpty else { return nil }
+        do {
+            return SystemServicesSetting(
+                hosts: try HostFilter(mode: .allow, patterns: systemServicesHosts),
+                profile: try policy.systemServicesProfile())
+        } catch let error as HostFilter.PatternError {
+            throw ValidationError("--system-services-hosts: \(error)")
+        }
+    }
+
     /// Builds and starts a proxy; `listenOverride` replaces `--listen` (exec uses a free port).
     func launch(
         listenOverride: [String]? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
@@ -286,7 +306,8 @@ struct ProxyOptions: ParsableArguments {
         let ctLogs = try ctLogList.map { try CTLogStore(file: $0) }
         let upstreamTLS = UpstreamTLSClient(
             trust: trust, ctLogs: ctLogs, alpn: upstreamH2 ? ["h2", "http/1.1"] : ["http/1.1"],
-            keyLog: observation?.keyLog)
+            keyLog: observation?.keyLog,
+            groups: GroupOffer(wanted: KeyExchangeGroup.offered(on: snapshot.evaluator.options.platform)))
         var settings = ProxySettings()
         settings.mode = mode
         settings.cleartext = cleartext
@@ -294,6 +315,7 @@ struct ProxyOptions: ParsableArguments {
         settings.passthroughHosts = passthrough
         settings.passthroughPinnedDomains = !interceptPinned
         settings.hostFilter = try makeHostFilter()
+        settings.systemServices = try makeSystemServices()
         settings.processName = loaded.processName ?? "App"
         settings.headerTimeout = headerTimeout
         settings.idleTimeout = idleTimeout
@@ -429,11 +451,18 @@ struct ProxyOptions: ParsableArguments {
         let authorityCertificate = launched.authority.certificate
         var lines: [String] = []
         lines.append("ats-proxy \(ATSProxyVersion.text): enforcing ATS for \(loaded.summary)")
+        let platform = snapshot.evaluator.options.platform
         lines.append(
-            "  platform \(snapshot.evaluator.options.platform), mode \(mode.rawValue), cleartext \(cleartext.rawValue)")
+            "  platform \(Self.platformLabel(platform)), mode \(mode.rawValue), cleartext \(cleartext.rawValue)")
         for address in bound { lines.append("  listening on \(address)") }
         lines += launched.observation?.bannerLines ?? []
         lines.append("  event loops: \(loops ?? IOSystem.coreCount) (\(eventLoop))")
+        lines.append("  \(launched.services.upstreamTLS.groupOffer.bannerLine)")
+        if let systemServices = launched.services.settings.systemServices {
+            lines.append(
+                "  system services: \(systemServices.hosts.patterns.joined(separator: ", ")) also judged as \(systemServices.profile.platform) system processes require (reported apart from the app's verdict)"
+            )
+        }
         if let lintLine = lintSummary(loaded, platform: snapshot.evaluator.options.platform) {
             lines.append("  \(lintLine)")
         }
@@ -466,6 +495,14 @@ struct ProxyOptions: ParsableArguments {
             lines.append("  try: curl -x http://\(first) --cacert \(caPath) https://example.com/")
         }
         FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+    }
+
+    /// The emulated platform as the banner and `settings show` name it: the default says that it is the default
+    /// and the newest system modelled.
+    static func platformLabel(_ platform: Platform) -> String {
+        platform.isDefault
+            ? "\(platform) (the default: the newest \(platform.family.displayName) modelled; --platform for older)"
+            : "\(platform)"
     }
 
     /// One line when `lint` finds errors or warnings in the loaded Info.plist, else nil.

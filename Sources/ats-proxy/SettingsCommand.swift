@@ -45,7 +45,11 @@ struct SettingsShowCommand: ParsableCommand {
             for row in rows {
                 entries.append(["key": row.name, "value": row.value, "from": row.origin.kindName])
             }
-            let object: [String: Any] = ["settingsFile": injection.file ?? NSNull(), "settings": entries]
+            let platform = try? options.policy.resolvedPlatform()
+            let object: [String: Any] = [
+                "settingsFile": injection.file ?? NSNull(), "settings": entries,
+                "emulatedPlatform": platform.map { ["name": $0.description, "isDefault": $0.isDefault] } ?? NSNull(),
+            ]
             let data = try JSONSerialization.data(
                 withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
             print(String(decoding: data, as: UTF8.self))
@@ -54,6 +58,9 @@ struct SettingsShowCommand: ParsableCommand {
                 "Settings file: \(injection.file ?? "none (no --settings, $ATS_PROXY_SETTINGS or ats-proxy.json/.yaml here)")"
             )
             print("Order: flags > environment (ATS_PROXY_*) > settings file > defaults")
+            if let platform = try? options.policy.resolvedPlatform() {
+                print("Emulated platform: \(ProxyOptions.platformLabel(platform))")
+            }
             print("")
             let nameWidth = max(4, rows.map(\.name.count).max() ?? 0) + 2
             let valueWidth = min(40, max(5, rows.map(\.value.count).max() ?? 0)) + 2

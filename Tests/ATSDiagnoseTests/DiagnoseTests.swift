@@ -14,7 +14,7 @@ struct DiagnoseTests {
     static func run(
         _ server: TestServer, verbose: Bool = false, appPolicy: PolicyContext? = nil
     ) -> DiagnosticsReport {
-        let options = EvaluationOptions(platform: .default)
+        let options = EvaluationOptions(platform: Platform(parsing: "ios:18.0")!)
         let diagnostics = ATSDiagnostics(
             checker: UpstreamChecker(client: TestPKI.client()), options: options,
             contextFor: {

@@ -256,4 +256,48 @@ import Testing
         #expect(report.count(.error) == 0 && report.count(.warning) == 0)
         #expect(report.exitStatus(strict: true) == 0)
     }
+
+    @Test(
+        "NSRequiresCertificateTransparency is obsolete from platform-wide CT on, and the line names the platform",
+        arguments: [
+            ("ios:27.0", true), ("ios:18.0", true), ("ios:12.1.1", true), ("ios:12.1", false), ("macos:26", true),
+            ("macos:10.14.2", false),
+        ])
+    func obsoleteCTKeyNamesTheVersions(_ platform: String, _ flagged: Bool) throws {
+        let report = lint(
+            exceptions(["example.com": [ATSKey.requiresCertificateTransparency: .bool(true)]]), platform: platform)
+        let found = finding(report, "obsolete-key")
+        #expect((found != nil) == flagged)
+        if let found {
+            let emulated = Platform(parsing: platform)!
+            #expect(found.message.hasPrefix("NSRequiresCertificateTransparency is obsolete on \(emulated):"))
+            let since = PlatformFeature.platformCertificateTransparency.threshold(for: emulated.family)
+            #expect(found.message.contains("since \(emulated.family.displayName) \(since)"))
+            #expect(found.keyPath.description.hasSuffix(ATSKey.requiresCertificateTransparency))
+        }
+    }
+
+    @Test(
+        "a TLSv1.0/TLSv1.1 minimum has no effect on iOS/macOS 26+, still needs App Review, and names the platform",
+        arguments: [
+            ("TLSv1.0", "ios:27.0", true), ("TLSv1.1", "ios:26.0", true), ("TLSv1.1", "macos:26.1", true),
+            ("TLSv1.0", "ios:18.0", false), ("TLSv1.2", "ios:27.0", false),
+        ])
+    func lowTLSMinimumOn26(_ version: String, _ platform: String, _ flagged: Bool) throws {
+        let report = lint(
+            exceptions(["legacy.example.com": [ATSKey.exceptionMinimumTLSVersion: .string(version)]]),
+            platform: platform)
+        let found = finding(report, "tls-floor")
+        #expect((found != nil) == flagged)
+        if let found {
+            #expect(found.severity == .warning)
+            #expect(found.message.hasPrefix("\(version) has no effect on \(Platform(parsing: platform)!) "))
+            #expect(found.message.contains("iOS/macOS 26 and later"))
+            #expect(found.message.contains("App Review still asks for a justification"))
+            #expect(found.fix?.contains("below iOS 26 / macOS 26") == true)
+        }
+        // The App Review note itself stays, on every platform, for any minimum below TLS 1.2.
+        let review = report.findings.contains { $0.code == "app-review" && $0.message.contains(version) }
+        #expect(review == (version != "TLSv1.2"))
+    }
 }

@@ -39,6 +39,8 @@ private let thresholdCases: [ThresholdCase] =
     + rows(.modernSecureConnectionFailedText, ios: ("18.0", "17.7"), macos: ("15.0", "14.7"))
     + rows(.tls12AbsoluteFloor, ios: ("26.0", "18.6"), macos: ("26.0", "15.6"))
     + rows(.niapTLSPackage, ios: ("26.4", "26.3"), macos: ("26.4", "26.3.1"))
+    + rows(.postQuantumKeyExchange, ios: ("26.0", "18.7"), macos: ("26.0", "15.7"))
+    + rows(.systemServicesRequireATS, ios: ("27.0", "26.5"), macos: ("27.0", "26.5"))
 
 /// An ATS suite list per era, as IANA code points.
 struct SuiteEraCase: Sendable, CustomTestStringConvertible {
@@ -118,7 +120,7 @@ struct PlatformTests {
         for feature in PlatformFeature.allCases {
             #expect(feature.isLinkedOnOrAfter == linked.contains(feature), "\(feature)")
         }
-        let oldSDK = Platform(family: .iOS, version: OSVersion(26, 4), sdk: OSVersion(8, 0))
+        let oldSDK = Platform(family: .iOS, version: OSVersion(27, 0), sdk: OSVersion(8, 0))
         for feature in PlatformFeature.allCases {
             #expect(oldSDK.has(feature) == !linked.contains(feature), "\(feature)")
         }
@@ -134,6 +136,7 @@ struct PlatformTests {
         let uncertain: Set<PlatformFeature> = [
             .chachaAndRSA256CBCSuites, .cbcSHA2SuitesRemoved, .modernCleartextConsoleWording,
             .taskIdentifierConsoleLines, .modernSecureConnectionFailedText, .tls12AbsoluteFloor,
+            .systemServicesRequireATS,
         ]
         for feature in PlatformFeature.allCases {
             #expect(feature.isUncertain == uncertain.contains(feature), "\(feature)")
@@ -165,10 +168,58 @@ struct PlatformTests {
         #expect(Platform(parsing: text, sdk: sdk) == nil)
     }
 
-    @Test("the default platform is iOS 18.0 with the iOS 18.0 SDK")
+    @Test("the default platform is the newest modelled: iOS 27.0 with the iOS 27.0 SDK")
     func defaultPlatform() {
-        #expect(Platform.default == Platform(family: .iOS, version: OSVersion(18, 0), sdk: OSVersion(18, 0)))
+        #expect(Platform.default == Platform(family: .iOS, version: OSVersion(27, 0), sdk: OSVersion(27, 0)))
         #expect(EvaluationOptions().platform == .default)
+        #expect(Platform.defaultArgument == "ios:27.0")
+        #expect(Platform(parsing: Platform.defaultArgument) == .default)
+        #expect(Platform.default.labelled == "iOS 27.0 (default)")
+        #expect(Platform(parsing: "ios:18.0")!.labelled == "iOS 18.0")
+        #expect(!Platform(parsing: "ios:27.0", sdk: "26.0")!.isDefault)
+    }
+
+    @Test("the default platform is at or past every threshold of the table, so it has every rule")
+    func defaultPlatformHasEveryFeature() {
+        for feature in PlatformFeature.allCases {
+            #expect(Platform.default.has(feature), "\(feature)")
+            #expect(Platform.default.version >= feature.threshold(for: .iOS), "\(feature)")
+        }
+    }
+
+    @Test("the default platform applies the TLS 1.2 floor: a TLSv1.0 exception keeps TLS 1.2 (switch off: 1.0)")
+    func defaultPlatformAppliesTheTLSFloor() throws {
+        var configuration = ATSConfiguration()
+        var entry = ExceptionDomain(key: "old.example.com")
+        entry.minimumTLSVersion = .tls10
+        entry.minimumTLSVersionSpecified = true
+        configuration.exceptionDomains["old.example.com"] = entry
+        let target = try RequestTarget(parsing: "https://old.example.com/")
+        let current = ATSEvaluator(configuration: configuration, options: EvaluationOptions()).evaluate(target)
+        #expect(current.requirements.minimumVersion == .tls12)
+        #expect(current.ruleTexts.contains { $0.contains("is not honoured on iOS 27.0 (iOS 26 and later)") })
+        var off = EvaluationOptions()
+        off.tls12FloorOn26 = false
+        #expect(
+            ATSEvaluator(configuration: configuration, options: off).evaluate(target).requirements.minimumVersion
+                == .tls10)
+        let old = EvaluationOptions(platform: Platform(parsing: "ios:18.0")!)
+        #expect(
+            ATSEvaluator(configuration: configuration, options: old).evaluate(target).requirements.minimumVersion
+                == .tls10)
+    }
+
+    @Test(
+        "releases Apple skipped (iOS 19–25, macOS 16–25) are named, with 26 as what came next",
+        arguments: [
+            ("ios:19.0", true), ("ios:25.9", true), ("ios:18.7", false), ("ios:26.0", false), ("macos:16", true),
+            ("macos:25.1", true), ("macos:15.7", false), ("macos:10.15", false), ("macos:26", false),
+        ])
+    func skippedReleases(_ text: String, _ skipped: Bool) {
+        let note = Platform(parsing: text)!.skippedReleaseNote
+        #expect((note != nil) == skipped)
+        if let note { #expect(note.contains("came \(Platform(parsing: text)!.family.displayName) 26")) }
+        #expect(Platform(parsing: "ios:26.0", sdk: "19.0")!.skippedReleaseNote != nil)
     }
 
     @Test("OSVersion compares missing components as zero")

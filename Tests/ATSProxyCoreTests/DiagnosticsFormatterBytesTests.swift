@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSTLS
 import Foundation
 import Testing
 
@@ -42,6 +43,16 @@ struct DiagnosticsFormatterBytesTests {
             record(retried: true), record(retried: false), record(bytesToClient: 0), record(status: 101),
             record(result: .failed, status: 502), record(result: .blockedCleartext, status: 403),
             record(result: .reported), record(appTrust: pinning),
+            record().updating {
+                $0.tls = ["version": "TLSv1.3", "cipher": "TLS_AES_128_GCM_SHA256", "group": "x25519"]
+            },
+            record().updating { $0.tls = ["version": "TLSv1.2", "cipher": "TLS_RSA_WITH_AES_128_GCM_SHA256"] },
+            record(result: .failed, status: 502).updating { $0.tls = ["version": "TLSv1.1", "group": "secp256r1"] },
+            record().updating {
+                $0.tls = ["version": "TLSv1.2", "group": "x25519"]
+                $0.systemServices = SystemServicesVerdict(
+                    platform: Platform(parsing: "ios:27.0")!, reasons: ["no extended master secret"])
+            },
         ])
     func bytesMatchText(record: RequestRecord) {
         for level in DiagnosticsLevel.allCases {
@@ -80,5 +91,25 @@ struct DiagnosticsFormatterBytesTests {
         var bytes: [UInt8] = []
         DiagnosticsFormatter.appendDecimal(value, to: &bytes)
         #expect(String(decoding: bytes, as: UTF8.self) == String(value))
+    }
+
+    @Test("the TLS facts follow the outcome on the level-1 line; a system-services verdict gets its own line")
+    func tlsSuffixAndSystemServicesLine() {
+        var formatter = DiagnosticsFormatter(level: .summary, timeZone: TimeZone(identifier: "UTC")!)
+        let tls = Self.record().updating {
+            $0.tls = ["version": "TLSv1.3", "cipher": "TLS_AES_256_GCM_SHA384", "group": "X25519MLKEM768"]
+        }
+        #expect(
+            formatter.text(tls).last
+                == "ats-proxy: GET https://api.example.com/v1?q=é → 200 (ATS default: TLS 1.2+, forward secrecy) "
+                + "[TLSv1.3 TLS_AES_256_GCM_SHA384, group X25519MLKEM768]")
+        #expect(formatter.text(Self.record()).last?.hasSuffix("forward secrecy)") == true)
+        let judged = tls.updating {
+            $0.systemServices = SystemServicesVerdict(platform: Platform(parsing: "ios:27.0")!, reasons: [])
+        }
+        #expect(
+            formatter.text(judged).last
+                == "ats-proxy: system services for api.example.com: meets the iOS 27.0 system-services requirements "
+                + "(device management, enrolment, app and profile installation, software update)")
     }
 }

@@ -30,7 +30,7 @@ import Testing
     @Test func recordsFromTheProxySessionProduceARoundTrippingDictionary() throws {
         let records = try Self.sessionRecords()
         #expect(records.map(\.result) == [.blockedCleartext, .failed])
-        let report = SessionReport(configuration: .empty)
+        let report = SessionReport(configuration: .empty, options: ReportFixtures.pinnedOptions)
         for record in records { report.record(record) }
         let document = report.document()
         #expect(document.totals.violations == 2)

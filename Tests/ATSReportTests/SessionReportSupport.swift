@@ -42,7 +42,8 @@ extension ReportFixtures {
     }
 
     static func report(
-        _ records: [RequestRecord], ats: [String: PlistValue] = [:], options: EvaluationOptions = EvaluationOptions(),
+        _ records: [RequestRecord], ats: [String: PlistValue] = [:],
+        options: EvaluationOptions = ReportFixtures.pinnedOptions,
         source: LoadedInfoPlist? = nil
     ) -> SessionReport {
         let report = SessionReport(

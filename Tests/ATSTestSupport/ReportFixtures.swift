@@ -24,12 +24,16 @@ public enum ReportFixtures {
         return ATSConfigurationParser().parse(ats)
     }
 
+    /// iOS 18.0, pinned: the report fixtures' servers speak TLS 1.0/1.1 under exceptions, which iOS/macOS 26 and
+    /// later (the default platform) no longer honour.
+    public static let pinnedOptions = EvaluationOptions(platform: Platform(parsing: "ios:18.0")!)
+
     /// Whether `url` is allowed under `configuration` given what the server offers: cleartext
     /// allowed, or the HTTPS minimum at most `serverVersion` and forward secrecy waived when
     /// `staticRSA`.
     public static func allows(
         _ configuration: ATSConfiguration, _ url: String, serverVersion: TLSProtocolVersion = .tls13,
-        staticRSA: Bool = false, options: EvaluationOptions = EvaluationOptions()
+        staticRSA: Bool = false, options: EvaluationOptions = ReportFixtures.pinnedOptions
     ) throws -> Bool {
         let target = try RequestTarget(parsing: url)
         let decision = ATSEvaluator(configuration: configuration, options: options).evaluate(target)

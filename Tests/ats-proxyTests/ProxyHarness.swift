@@ -166,13 +166,14 @@ final class Origin: @unchecked Sendable {
 
     init(
         name: String, directory: TemporaryDirectory, tls leaf: TestPKI.Leaf? = nil, tlsVersion: String = "any",
-        port: Int = 0
+        port: Int = 0, tlsOptions: [String] = []
     ) throws {
         self.name = name
         logPath = directory.file("\(name)-requests-\(UUID().uuidString.prefix(6)).log")
         var arguments = [E2E.fixture("origin.py"), "--name", name, "--log", logPath, "--port", "\(port)"]
         if let leaf {
             arguments += ["--cert", leaf.certificatePath, "--key", leaf.keyPath, "--tls-version", tlsVersion]
+            arguments += tlsOptions
         }
         child = try Child(executable: "/usr/bin/python3", arguments: arguments, directory: directory, label: name)
         let ready = E2E.poll(timeout: 10) { [child] () -> Int? in

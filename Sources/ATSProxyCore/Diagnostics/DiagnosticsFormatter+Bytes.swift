@@ -9,7 +9,8 @@ extension DiagnosticsFormatter {
     /// holds the two paths to the same output.
     public mutating func appendText(_ record: RequestRecord, to output: inout [UInt8]) {
         let fields = record.storage.fields
-        guard level == .summary, fields.result == .completed, fields.appTrust == nil else {
+        guard level == .summary, fields.result == .completed, fields.appTrust == nil, fields.systemServices == nil
+        else {
             for line in text(record) {
                 output.append(contentsOf: line.utf8)
                 output.append(UInt8(ascii: "\n"))
@@ -53,6 +54,20 @@ extension DiagnosticsFormatter {
         output.append(UInt8(ascii: ")"))
         if fields.retriedOnNewConnection == true {
             output.append(contentsOf: " (sent again on another connection)".utf8)
+        }
+        // `tlsSuffix`: ` [VERSION SUITE, group GROUP]`, from the facts the record already holds.
+        if let tls = fields.tls, let version = tls["version"] {
+            output.append(contentsOf: " [".utf8)
+            output.append(contentsOf: version.utf8)
+            if let cipher = tls["cipher"] {
+                output.append(UInt8(ascii: " "))
+                output.append(contentsOf: cipher.utf8)
+            }
+            if let group = tls["group"] {
+                output.append(contentsOf: ", group ".utf8)
+                output.append(contentsOf: group.utf8)
+            }
+            output.append(UInt8(ascii: "]"))
         }
         output.append(UInt8(ascii: "\n"))
     }

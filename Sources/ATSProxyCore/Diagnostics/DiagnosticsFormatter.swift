@@ -73,9 +73,22 @@ public struct DiagnosticsFormatter: Sendable {
         )
         let retry =
             record.retriedOnNewConnection == true ? " (sent again on another connection)" : ""
-        lines.append("ats-proxy: \(record.method) \(record.url) → \(explanationLine(record))\(retry)")
+        lines.append(
+            "ats-proxy: \(record.method) \(record.url) → \(explanationLine(record))\(retry)\(Self.tlsSuffix(record))")
         if let pinning = record.appTrust?.pinning { lines.append(Self.pinningLine(pinning, host: record.host)) }
+        if let systemServices = record.systemServices {
+            lines.append("ats-proxy: system services for \(record.host): \(systemServices.line)")
+        }
         return lines
+    }
+
+    /// ` [TLSv1.3 TLS_AES_128_GCM_SHA256, group x25519]` for a record with an upstream handshake (version,
+    /// suite and key-exchange group, as the JSON log, report and HAR carry them), else empty.
+    static func tlsSuffix(_ record: RequestRecord) -> String {
+        guard let tls = record.tls, let version = tls["version"] else { return "" }
+        let suite = tls["cipher"].map { " \($0)" } ?? ""
+        let group = tls["group"].map { ", group \($0)" } ?? ""
+        return " [\(version)\(suite)\(group)]"
     }
 
     /// `--af-policy`'s verdicts for a connection's chains, in one line.

@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSTLS
 import Foundation
 
 /// Everything the proxy knows about one request once it has finished: the values the
@@ -77,6 +78,9 @@ public struct RequestRecord: Sendable, Codable {
         public var serverAddress: String?
         /// The app's own trust decisions for this connection (`--challenge`, `--af-policy`); nil otherwise.
         public var appTrust: AppTrustRecord?
+        /// `--system-services-hosts`: the iOS/macOS 27 system-services verdict for this host's server, apart
+        /// from (never changing) the app's ATS result; nil for other hosts.
+        public var systemServices: SystemServicesVerdict?
     }
 
     /// Milliseconds from the request's start to the end of each phase; nil for a phase that did not
@@ -157,7 +161,7 @@ public struct RequestRecord: Sendable, Codable {
         requestHeaders: [HeaderField] = [], responseHeaders: [HeaderField] = [], bytesFromClient: Int = 0,
         bytesToClient: Int = 0, durationMilliseconds: Double = 0, consoleLines: [String] = [],
         retriedOnNewConnection: Bool? = nil, timings: Timings? = nil, bodies: Bodies? = nil,
-        serverAddress: String? = nil, appTrust: AppTrustRecord? = nil
+        serverAddress: String? = nil, appTrust: AppTrustRecord? = nil, systemServices: SystemServicesVerdict? = nil
     ) {
         storage = Storage(
             Fields(
@@ -168,7 +172,7 @@ public struct RequestRecord: Sendable, Codable {
                 responseHeaders: responseHeaders, bytesFromClient: bytesFromClient, bytesToClient: bytesToClient,
                 durationMilliseconds: durationMilliseconds, consoleLines: consoleLines,
                 retriedOnNewConnection: retriedOnNewConnection, timings: timings, bodies: bodies,
-                serverAddress: serverAddress, appTrust: appTrust))
+                serverAddress: serverAddress, appTrust: appTrust, systemServices: systemServices))
     }
 }
 

@@ -71,6 +71,9 @@ final class Exchange {
     var timings = PhaseTimes()
     /// `--af-policy`'s verdicts for the upstream connection this exchange opened (nil otherwise).
     var appTrust: AppTrustRecord?
+    /// The system-services verdict when no handshake completed for a `--system-services-hosts` host (a
+    /// completed handshake's verdict travels with the TLS facts, see `SystemServicesSetting`).
+    var systemServices: SystemServicesVerdict?
     /// The first bytes of each body (`ProxySettings.captureBodyLimit`; empty otherwise).
     var bodies = CapturedBodies()
 

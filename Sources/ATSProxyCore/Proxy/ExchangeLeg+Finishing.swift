@@ -49,6 +49,7 @@ extension ExchangeLeg {
         guard let exchange, !exchange.unrecorded, !exchange.state.isRecorded else { return }
         exchange.state.record()
         let redirectNote = ""
+        let facts = SystemServicesSetting.split(exchange.tls)
         let record = RequestRecord(
             time: exchange.start, clientAddress: client.address, taskID: client.taskIDPrefix + String(exchange.number),
             method: exchange.method, url: exchange.url, host: exchange.target.host, httpProtocol: client.protocolName,
@@ -56,7 +57,7 @@ extension ExchangeLeg {
             result: exchange.result, atsRequired: exchange.decision.atsRequired,
             ruleChain: exchange.decision.ruleTexts, rule: exchange.rule + redirectNote, fix: exchange.fix,
             errorCode: exchange.errorCode, streamError: exchange.streamError, status: exchange.responseStatus,
-            tls: exchange.tls,
+            tls: facts.tls,
             requestHeaders: exchange.requestHeaders.fields, responseHeaders: exchange.responseHeaders.fields,
             bytesFromClient: exchange.bytesFromClient, bytesToClient: exchange.bytesToClient,
             durationMilliseconds: now.timeIntervalSince(exchange.start) * 1000, consoleLines: exchange.consoleLines,
@@ -64,7 +65,8 @@ extension ExchangeLeg {
             timings: services.settings.detailedRecords ? exchange.timings.record(since: exchange.start) : nil,
             bodies: exchange.bodies.record,
             // Only a request that went upstream has a server (a blocked or local one may follow one that did).
-            serverAddress: exchange.upstreamKey == nil ? nil : upstreamAddress, appTrust: exchange.appTrust)
+            serverAddress: exchange.upstreamKey == nil ? nil : upstreamAddress, appTrust: exchange.appTrust,
+            systemServices: facts.verdict ?? exchange.systemServices)
         commands.append(.log(record))
     }
 

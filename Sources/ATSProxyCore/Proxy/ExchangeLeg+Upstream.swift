@@ -88,6 +88,13 @@ extension ExchangeLeg {
             upstream = .none
             commands.append(.closeUpstream)
             let requirements = key.requirements ?? Self.cleartextRequirements
+            if let setting = services.settings.systemServices, key.requirements != nil,
+                setting.applies(host: key.host, port: key.port)
+            {
+                exchange?.systemServices = setting.profile.noHandshake(
+                    UpstreamVerdict.failed(.handshake(failure), requirements: requirements, url: "", host: key.host)
+                        .rule)
+            }
             failExchange(
                 verdict: UpstreamVerdict.failed(
                     .handshake(failure), requirements: requirements, url: exchange?.url ?? "", host: key.host))
@@ -97,6 +104,9 @@ extension ExchangeLeg {
             let verdict = UpstreamVerdict.judging(
                 summary, requirements: requirements, url: exchange?.url ?? "", host: key.host)
             exchange?.tls = Self.tlsFacts(summary, detailed: services.settings.detailedRecords)
+            if let setting = services.settings.systemServices, setting.applies(host: key.host, port: key.port) {
+                exchange?.tls = SystemServicesSetting.adding(setting.profile.judge(summary), to: exchange?.tls)
+            }
             exchange?.timings.secured = now
             if let appTrust = services.appTrust, !appTrust.pinningPolicies.isEmpty, !summary.resumedSession,
                 let pinning = appTrust.pinning(host: key.host, realChain: tls.peerCertificates, at: now)

@@ -177,6 +177,8 @@ extension ExchangeLeg {
             "version": summary.version.rawValue, "cipher": summary.cipher.ianaName,
             "keyExchange": summary.cipher.keyExchange.rawValue,
         ]
+        // The negotiated group by its registry name (nil for static RSA, which has none).
+        if let group = summary.group { facts["group"] = KeyExchangeGroup(name: group)?.rawValue ?? group }
         if let leaf = summary.leaf {
             facts["leaf"] = leaf.subject
             facts["leafKey"] = "\(leaf.key)"

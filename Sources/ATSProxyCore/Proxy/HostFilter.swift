@@ -82,6 +82,12 @@ public final class HostFilter: @unchecked Sendable {
         }
     }
 
+    /// Whether a pattern matches `host:port` (false without patterns), whatever the mode: for option lists that
+    /// share the filters' syntax (`--system-services-hosts`).
+    public func matchesPattern(host: String, port: Int) -> Bool {
+        !expressions.isEmpty && matches(host: host, port: port)
+    }
+
     private func matches(host: String, port: Int) -> Bool {
         let subject = "\(host):\(port)"
         let range = NSRange(subject.startIndex..., in: subject)

@@ -63,6 +63,8 @@ public struct ProxySettings: Sendable {
     public var upgradePort: Int = 443
     /// Hosts left alone (`--ignore-hosts`, `--allow-hosts`): tunnelled or forwarded without judging.
     public var hostFilter = HostFilter()
+    /// `--system-services-hosts`: hosts also judged by the system-services profile (nil: none).
+    public var systemServices: SystemServicesSetting?
     /// Records carry `HandshakeSummary.detailedFacts` too (chain, names, SCTs) and their phase timings
     /// (for the live view and the HAR).
     public var detailedRecords = false

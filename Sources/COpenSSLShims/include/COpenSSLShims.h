@@ -60,4 +60,9 @@ int ats_sk_SCT_push(STACK_OF(SCT) *stack, SCT *sct);
 int ats_sk_GENERAL_NAME_num(const STACK_OF(GENERAL_NAME) *stack);
 GENERAL_NAME *ats_sk_GENERAL_NAME_value(const STACK_OF(GENERAL_NAME) *stack, int index);
 
+/* Extended master secret (RFC 7627): the server-side switch test fixtures use, and whether a finished
+   handshake used it (1 yes, 0 no, -1 not known yet). */
+static const uint64_t ats_SSL_OP_NO_EXTENDED_MASTER_SECRET = SSL_OP_NO_EXTENDED_MASTER_SECRET;
+int ats_SSL_get_extms_support(SSL *ssl);
+
 #endif

@@ -24,6 +24,8 @@ Routes:
                             (default 30) and a close: an origin that stalls mid-response
   GET  /latin1              200 with the header X-Latin1: caf<0xE9> (one obs-text byte, not UTF-8)
 Every response carries X-Origin: <name> and X-Conn: <per-connection number>.
+TLS options: --tls-version pins one version, --group limits key exchange to one group, --no-ems
+refuses the extended master secret (RFC 7627) at TLS 1.2.
 """
 
 import argparse
@@ -363,6 +365,10 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         super().finish_request(request, client_address)
 
 
+# OpenSSL's SSL_OP_NO_EXTENDED_MASTER_SECRET (bit 0; Python's ssl module has no name for it).
+OP_NO_EXTENDED_MASTER_SECRET = 0x1
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="origin")
@@ -370,7 +376,9 @@ def main():
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--cert")
     parser.add_argument("--key")
-    parser.add_argument("--tls-version", choices=["1.1", "1.2", "1.3", "any"], default="any")
+    parser.add_argument("--tls-version", choices=["1.0", "1.1", "1.2", "1.3", "any"], default="any")
+    parser.add_argument("--group", help="the only key-exchange group offered (OpenSSL curve name, e.g. prime256v1)")
+    parser.add_argument("--no-ems", action="store_true", help="refuse the extended master secret (TLS 1.2)")
     parser.add_argument("--lifetime", type=float, default=300, help="exit after this many seconds")
     args = parser.parse_args()
     # Bounded: the server stops by itself even if the test that started it dies.
@@ -390,15 +398,21 @@ def main():
         context.load_cert_chain(args.cert, args.key)
         context.set_alpn_protocols(["http/1.1"])
         versions = {
+            "1.0": ssl.TLSVersion.TLSv1,
             "1.1": ssl.TLSVersion.TLSv1_1,
             "1.2": ssl.TLSVersion.TLSv1_2,
             "1.3": ssl.TLSVersion.TLSv1_3,
         }
         if args.tls_version in versions:
-            if args.tls_version == "1.1":
+            if args.tls_version in ("1.0", "1.1"):
                 context.set_ciphers("DEFAULT@SECLEVEL=0")
             context.minimum_version = versions[args.tls_version]
             context.maximum_version = versions[args.tls_version]
+        if args.group:
+            # With OpenSSL 3 this sets the group list to this one group, for TLS 1.2 and 1.3 alike.
+            context.set_ecdh_curve(args.group)
+        if args.no_ems:
+            context.options |= OP_NO_EXTENDED_MASTER_SECRET
         server.tls = context
     print(f"READY {server.server_address[1]}", flush=True)
     server.serve_forever()
