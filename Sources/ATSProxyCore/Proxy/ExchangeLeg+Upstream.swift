@@ -97,6 +97,8 @@ extension ExchangeLeg {
             let verdict = UpstreamVerdict.judging(
                 summary, requirements: requirements, url: exchange?.url ?? "", host: key.host)
             exchange?.tls = Self.tlsFacts(summary, detailed: services.settings.detailedRecords)
+            // Certificate Transparency's outcome where it applies ("CT not evaluated: …" without a current list).
+            if let ct = UpstreamJudge(requirements: requirements).ctStatus(summary).text { exchange?.tls?["ct"] = ct }
             exchange?.timings.secured = now
             if let appTrust = services.appTrust, !appTrust.pinningPolicies.isEmpty, !summary.resumedSession,
                 let pinning = appTrust.pinning(host: key.host, realChain: tls.peerCertificates, at: now)
