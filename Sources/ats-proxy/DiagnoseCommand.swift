@@ -127,7 +127,7 @@ struct DiagnoseCommand: ParsableCommand {
         } catch {
             exitWithError(error)
         }
-        FileHandle.standardOutput.write(Data((report.text + afText + "\n" + ctLine + "\n").utf8))
+        FileHandle.standardOutput.write(Data((report.text + "\n" + ctLine + "\n" + afText).utf8))
         if !report.defaultPassed { throw ExitCode(1) }
     }
 
