@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSTLS
 import Foundation
 
 /// Verbosity levels that follow `CFNETWORK_DIAGNOSTICS`: 0 off, 1 failures and one summary per
@@ -75,6 +76,11 @@ public struct DiagnosticsFormatter: Sendable {
             record.retriedOnNewConnection == true ? " (sent again on another connection)" : ""
         lines.append("ats-proxy: \(record.method) \(record.url) → \(explanationLine(record))\(retry)")
         if let pinning = record.appTrust?.pinning { lines.append(Self.pinningLine(pinning, host: record.host)) }
+        if record.tls?["ct"] == CTStatus.notEvaluatedText {
+            lines.append(
+                "ats-proxy: \(record.host): \(CTStatus.notEvaluatedText) (the chain ends in a system root; a device checks its SCTs)"
+            )
+        }
         return lines
     }
 
