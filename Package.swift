@@ -91,7 +91,8 @@ let package = Package(
         // Helpers shared by several test targets (test PKI, in-memory TLS pumps, report fixtures);
         // only test targets depend on it.
         .target(
-            name: "ATSTestSupport", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSSystemTools"],
+            name: "ATSTestSupport",
+            dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSSystemTools", "COpenSSL", "COpenSSLShims"],
             path: "Tests/ATSTestSupport"
         ),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], exclude: ["Golden"]),

@@ -1,5 +1,6 @@
 import ATSPolicy
 import ATSProxyCore
+import ATSTLS
 import Foundation
 
 /// One distinct load the session saw, reduced to what the minimal dictionary and its round trip
@@ -33,6 +34,10 @@ struct ObservedLoad: Sendable, Hashable {
         var version = record.tls?["version"].flatMap(TLSProtocolVersion.init(plistString:))
         if target.scheme == .https {
             version = Self.deriveTLSNeeds(record, negotiated: version, needs: &needs)
+            if record.tls?["ct"] == CTStatus.notEvaluatedText {
+                needs.assumptions.append(
+                    "\(CTStatus.notEvaluatedText) (the chain ends in a system root; a device would check its SCTs)")
+            }
         }
         serverVersion = version
         self.needs = needs

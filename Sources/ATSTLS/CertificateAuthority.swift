@@ -65,8 +65,10 @@ public final class CertificateAuthority: Sendable {
         keyType: KeyType = .ecdsa, now: Date = Date(), hostName: String = ProcessInfo.processInfo.hostName
     ) throws -> CertificateAuthority {
         let key = try PrivateKey.generate(keyType == .ecdsa ? .p256 : .rsa(bits: 3072))
+        // Backdated a little more than the leaves (one day), so that every leaf's period lies inside the CA's.
         var spec = CertificateSpec(
-            notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(3650 * 86400))
+            notBefore: now.addingTimeInterval(-LeafCertificateCache.backdating - 3600),
+            notAfter: now.addingTimeInterval(3650 * 86400))
         let machine = hostName.isEmpty ? "localhost" : hostName
         spec.commonName = String("ats-proxy CA (\(machine))".prefix(64))
         spec.organization = "ats-proxy"
@@ -205,6 +207,12 @@ public final class CertificateAuthority: Sendable {
 
     /// `show` text: path, SHA-256 fingerprint, validity, key type.
     public var summaryLines: [String] {
+        Self.summaryLines(certificate: certificate, certificatePath: certificatePath, keyPath: keyPath)
+    }
+
+    /// `show` text for a CA certificate read alone (the key is never opened): path, SHA-256
+    /// fingerprint, validity, key type.
+    public static func summaryLines(certificate: Certificate, certificatePath: String?, keyPath: String?) -> [String] {
         let formatter = ISO8601DateFormatter()
         let fingerprint = certificate.sha256Fingerprint.map { hexString([$0]).uppercased() }.joined(separator: ":")
         return [
@@ -216,6 +224,36 @@ public final class CertificateAuthority: Sendable {
             "Valid until: \(formatter.string(from: certificate.notAfter))",
             "Key: \(certificate.keyAlgorithm)",
         ]
+    }
+
+    /// Days before expiry from which `expiryWarning` speaks.
+    public static let expiryWarningDays = 30
+
+    /// A warning when `certificate` (the CA) expires within `expiryWarningDays` of `now` or has expired;
+    /// nil otherwise. Leaves never outlive the CA, so near its end they are minted shorter and shorter.
+    public static func expiryWarning(_ certificate: Certificate, now: Date = Date()) -> String? {
+        let left = certificate.notAfter.timeIntervalSince(now)
+        guard left < TimeInterval(expiryWarningDays) * 86400 else { return nil }
+        let day = ISO8601DateFormatter().string(from: certificate.notAfter)
+        if left <= 0 {
+            return
+                "warning: the CA expired on \(day); create a new one with 'ats-proxy ca init' in a fresh --ca-dir and trust it on each device"
+        }
+        let days = Int((left / 86400).rounded(.down))
+        return
+            "warning: the CA expires in \(days) day\(days == 1 ? "" : "s") (\(day)); minted leaves end with it. Create a new one with 'ats-proxy ca init' in a fresh --ca-dir and trust it on each device"
+    }
+
+    /// Reads only the CA certificate at `path` (PEM).
+    public static func readCertificate(path: String) throws -> Certificate {
+        let path = URL(fileURLWithPath: path).standardizedFileURL.path
+        do {
+            return try Certificate(pem: try readFile(path))
+        } catch let error as CertificateAuthorityError {
+            throw error
+        } catch {
+            throw CertificateAuthorityError(path: path, problem: "not a PEM certificate (corrupt or wrong file)")
+        }
     }
 }
 

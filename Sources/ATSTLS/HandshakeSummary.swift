@@ -108,6 +108,8 @@ public struct SCTDetails: Sendable, Hashable {
     public let logIDHex: String
     public let timestamp: Date
     public let status: Status
+    /// The log behind the SCT, from the log list (nil when the list does not know it).
+    public var log: CTLogFacts? = nil
 }
 
 /// What one upstream handshake produced: protocol, cipher, chain, verification, SCTs, OCSP and
@@ -279,7 +281,7 @@ extension HandshakeSummary {
                     SCTDetails(
                         source: source, logIDHex: hexString(idBytes),
                         timestamp: Date(timeIntervalSince1970: TimeInterval(SCT_get_timestamp(sct)) / 1000),
-                        status: status))
+                        status: status, log: ctLogs?.facts(forLogID: idBytes)))
             }
         }
         ERR_clear_error()

@@ -13,8 +13,12 @@ public struct MintedLeaf: Sendable {
 }
 
 /// Mints leaves for the client-facing side (reference §3.1, §3.2, §7: DNS or IP SAN, EKU
-/// serverAuth, keyUsage digitalSignature, SHA-256, P-256, random 128-bit serial, notBefore one hour
-/// back, at most 397 days and never past the CA) and caches them per host.
+/// serverAuth only, keyUsage digitalSignature, SHA-256, P-256, random 128-bit serial) and caches them
+/// per host. Validity: notBefore one day back (clients with a slow clock), notAfter `validityDays`
+/// (at most 198) ahead, so the whole period including the backdating stays under the 200 days
+/// CA/Browser Forum ballot SC-081 allows public leaves from 2026-03-15, and never past the CA's own
+/// notAfter. A cached leaf is re-minted when less than `renewBefore` (7 days) remains, unless the CA
+/// itself ends first (a new leaf could not last longer).
 ///
 /// Thread-safe: the cache is a `Mutex`-protected dictionary; a hit is one lookup plus an expiry
 /// comparison. Minting happens outside the lock (two racing misses may both mint; one wins).
@@ -23,7 +27,11 @@ public final class LeafCertificateCache: Sendable {
     public let leafKey: PrivateKey
     /// Maximum number of cached hosts; the oldest entry is evicted beyond it.
     public let capacity: Int
-    /// Validity of a minted leaf in days (≤ 397).
+    /// How far a minted leaf's notBefore lies in the past.
+    public static let backdating: TimeInterval = 86400
+    /// The most days a leaf may run past its minting: 198 + 1 day of backdating = 199 < 200.
+    public static let maximumValidityDays = 198
+    /// Days a minted leaf runs past its minting (≤ `maximumValidityDays`).
     public let validityDays: Int
     /// A cached leaf is re-minted when less than this remains.
     public let renewBefore: TimeInterval
@@ -31,14 +39,15 @@ public final class LeafCertificateCache: Sendable {
     private let entries = Mutex<(leaves: [String: (leaf: MintedLeaf, sequence: UInt64)], next: UInt64)>(([:], 0))
 
     public init(
-        authority: CertificateAuthority, capacity: Int = 4096, validityDays: Int = 397,
-        renewBefore: TimeInterval = 86400,
+        authority: CertificateAuthority, capacity: Int = 4096,
+        validityDays: Int = LeafCertificateCache.maximumValidityDays,
+        renewBefore: TimeInterval = 7 * 86400,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         self.authority = authority
         self.leafKey = try PrivateKey.generate(.p256)
         self.capacity = max(1, capacity)
-        self.validityDays = min(397, max(1, validityDays))
+        self.validityDays = min(Self.maximumValidityDays, max(1, validityDays))
         self.renewBefore = renewBefore
         self.clock = clock
     }
@@ -56,7 +65,7 @@ public final class LeafCertificateCache: Sendable {
         let name = Self.normalize(host)
         let now = clock()
         let cached = entries.withLock { state in state.leaves[name]?.leaf }
-        if let cached, cached.notAfter.timeIntervalSince(now) > renewBefore { return cached }
+        if let cached, !needsRenewal(cached, now: now) { return cached }
         let minted = try mint(host: name, now: now)
         entries.withLock { state in
             state.next += 1
@@ -70,6 +79,14 @@ public final class LeafCertificateCache: Sendable {
         return minted
     }
 
+    /// Whether `leaf` must be replaced at `now`: it has expired, or less than `renewBefore` remains and a
+    /// new leaf would last longer (it would not when the leaf already ends with the CA).
+    public func needsRenewal(_ leaf: MintedLeaf, now: Date) -> Bool {
+        let remaining = leaf.notAfter.timeIntervalSince(now)
+        guard remaining > 0 else { return true }
+        return remaining <= renewBefore && leaf.notAfter < authority.certificate.notAfter
+    }
+
     /// Number of cached hosts.
     public var count: Int { entries.withLock { $0.leaves.count } }
 
@@ -77,9 +94,8 @@ public final class LeafCertificateCache: Sendable {
     public func mint(host: String, now: Date) throws -> MintedLeaf {
         let name = Self.normalize(host)
         var spec = CertificateSpec(
-            notBefore: now.addingTimeInterval(-3600),
-            notAfter: min(
-                now.addingTimeInterval(TimeInterval(validityDays) * 86400 - 3600), authority.certificate.notAfter))
+            notBefore: now.addingTimeInterval(-Self.backdating),
+            notAfter: min(now.addingTimeInterval(TimeInterval(validityDays) * 86400), authority.certificate.notAfter))
         if Self.isIPAddress(name) {
             spec.ipAddresses = [name]
         } else {

@@ -228,8 +228,18 @@ public struct SmallestFix: Sendable {
             return "include serverAuth in the leaf certificate's extended key usage"
         case .validityTooLong(let days, let maximumDays, _):
             return "use a leaf certificate valid for at most \(maximumDays) days (this one: \(days))"
-        case .certificateTransparency(let valid, let required):
-            return "provide at least \(required) valid Certificate Transparency SCTs (it has \(valid))"
+        case .certificateTransparency(let valid, let required, let shortfall):
+            switch shortfall {
+            case .tooFewSCTs:
+                return "provide at least \(required) Certificate Transparency SCTs from approved logs (\(valid) count)"
+            case .operatorDiversity:
+                return
+                    "provide \(required) SCTs from logs of at least two operators (\(valid) count after the per-operator limit)"
+            case .noRFC6962Log:
+                return "include an SCT from an RFC 6962 log (not only static-ct-api logs)"
+            case .noCurrentlyApprovedLog:
+                return "include an embedded SCT from a currently approved log (not only retired ones)"
+            }
         case .badSignature(let depth):
             return "present a correctly signed chain (the signature at depth \(depth) does not verify)"
         case .other(let text):

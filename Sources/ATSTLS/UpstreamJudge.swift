@@ -26,12 +26,41 @@ public enum TrustProblem: Sendable, Hashable {
     case missingServerAuthEKU(present: Bool)
     /// The leaf's lifetime exceeds the cap.
     case validityTooLong(days: Int, maximumDays: Int, anchors: ValidityCap.Anchors)
-    /// Not enough valid SCTs where CT is required.
-    case certificateTransparency(validSCTs: Int, required: Int)
+    /// The SCTs miss Apple's CT policy where CT is required (`validSCTs`: how many count).
+    case certificateTransparency(validSCTs: Int, required: Int, shortfall: CTShortfall = .tooFewSCTs)
     /// A signature in the chain does not verify.
     case badSignature(depth: Int)
     /// Any other verification error (OpenSSL's text).
     case other(String)
+}
+
+/// Whether Certificate Transparency applied to one handshake, and its outcome.
+public enum CTStatus: Sendable, Hashable {
+    /// CT does not apply (a user-installed root, a certificate before the CT date, an older OS).
+    case notRequired
+    /// CT applies (a system-rooted chain) but no current log list is loaded: nothing was checked.
+    case notEvaluated
+    /// Apple's policy is met.
+    case complies(CTPolicyResult)
+    /// Apple's policy is not met.
+    case fails(CTPolicyResult)
+
+    /// What the log, report and HAR say about CT for this handshake (nil when it does not apply).
+    public var text: String? {
+        switch self {
+        case .notRequired:
+            nil
+        case .notEvaluated:
+            Self.notEvaluatedText
+        case .complies(let result):
+            "complies (\(result.path == .delivered ? "TLS-extension/OCSP SCTs" : "embedded SCTs"), \(result.counted) counted)"
+        case .fails(let result):
+            "fails (\(result.counted) of \(result.required) SCTs count)"
+        }
+    }
+
+    /// The sentence for a system-rooted certificate CT could not be checked for.
+    public static let notEvaluatedText = "CT not evaluated: run `ats-proxy ct update`"
 }
 
 /// One way a handshake summary breaks the requirements.
@@ -147,26 +176,29 @@ public struct UpstreamJudge: Sendable {
                 }
             }
         }
-        if let required = requiredSCTs(summary, leaf: leaf, anchors: anchors), summary.validSCTCount < required {
-            problems.append(.certificateTransparency(validSCTs: summary.validSCTCount, required: required))
+        if case .fails(let result) = ctStatus(summary), let shortfall = result.shortfall {
+            problems.append(
+                .certificateTransparency(validSCTs: result.counted, required: result.required, shortfall: shortfall))
         }
         return problems
     }
 
-    /// How many valid SCTs Apple's CT policy wants here (nil: CT not required or not checkable).
-    func requiredSCTs(_ summary: HandshakeSummary, leaf: CertificateDetails, anchors: ValidityCap.Anchors) -> Int? {
+    /// Whether CT applies to this handshake and, when it does, what Apple's policy says.
+    public func ctStatus(_ summary: HandshakeSummary) -> CTStatus {
+        guard let leaf = summary.leaf else { return .notRequired }
         let ct = requirements.certificateTransparency
         var required = ct.allChains
         if !required, let date = ct.systemRootsIssuedOnOrAfter, summary.anchor == .system, leaf.notBefore >= date,
             leaf.notAfter > summary.time
         {
-            // Without a log list SCTs cannot be validated; system-rooted CT is then reported, not enforced.
-            required = summary.ctLogsAvailable
+            // Without a (fresh) log list SCTs cannot be validated: system-rooted CT is reported, not enforced.
+            guard summary.ctLogsAvailable else { return .notEvaluated }
+            required = true
         }
-        guard required else { return nil }
-        let delivered = summary.scts.contains { $0.status == .valid && $0.source != .embedded }
-        if delivered { return 2 }
-        return leaf.validityDays <= 180 ? 2 : 3
+        guard required else { return .notRequired }
+        let result = AppleCTPolicy.evaluate(
+            notBefore: leaf.notBefore, notAfter: leaf.notAfter, scts: summary.scts, at: summary.time)
+        return result.complies ? .complies(result) : .fails(result)
     }
 
     func pinViolation(_ pins: PinRequirement, _ summary: HandshakeSummary) -> ATSViolation? {

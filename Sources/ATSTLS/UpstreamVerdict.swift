@@ -300,6 +300,23 @@ public struct UpstreamVerdict: Sendable {
         }
     }
 
+    /// Why the certificate misses Apple's CT policy, in plain words.
+    static func ctSentence(valid: Int, required: Int, shortfall: CTShortfall) -> String {
+        let policy = "Certificate Transparency is required (Apple's CT policy)"
+        switch shortfall {
+        case .tooFewSCTs:
+            return
+                "\(policy) but \(valid) SCT\(valid == 1 ? "" : "s") from approved logs count\(valid == 1 ? "s" : "") (\(required) needed)"
+        case .operatorDiversity:
+            return
+                "\(policy) but too many SCTs come from one log operator: \(valid) count after the per-operator limit (\(required) needed)"
+        case .noRFC6962Log:
+            return "\(policy) but no counted SCT comes from an RFC 6962 log (only static-ct-api logs)"
+        case .noCurrentlyApprovedLog:
+            return "\(policy) but no embedded SCT comes from a currently approved log (only from retired logs)"
+        }
+    }
+
     static func trustSentence(_ problem: TrustProblem, requirements: TLSRequirements, summary: HandshakeSummary)
         -> String
     {
@@ -340,9 +357,8 @@ public struct UpstreamVerdict: Sendable {
         case .validityTooLong(let days, let maximumDays, let anchors):
             return
                 "the server certificate is valid for \(days) days; certificates from \(anchors == .system ? "system-trusted" : "user-installed") roots may be valid for at most \(maximumDays)"
-        case .certificateTransparency(let valid, let required):
-            return
-                "Certificate Transparency is required but the certificate has \(valid) valid SCT\(valid == 1 ? "" : "s") (\(required) needed)"
+        case .certificateTransparency(let valid, let required, let shortfall):
+            return ctSentence(valid: valid, required: required, shortfall: shortfall)
         case .badSignature(let depth):
             return "the signature on \(which(depth)) does not verify"
         case .other(let text):

@@ -43,7 +43,8 @@ struct CAInitCommand: ParsableCommand {
     }
 }
 
-/// `ats-proxy ca show`: path, SHA-256 fingerprint, validity and key type.
+/// `ats-proxy ca show`: path, SHA-256 fingerprint, validity and key type, and a warning on stderr when
+/// the CA expires within 30 days. Reads the certificate only, never the key.
 struct CAShowCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show", abstract: "Show the CA's files, fingerprint, validity and key type.")
@@ -52,7 +53,13 @@ struct CAShowCommand: ParsableCommand {
 
     func run() throws {
         do {
-            for line in try ca.loadExisting().summaryLines { print(line) }
+            let (certificate, certificatePath, keyPath) = try ca.existingCertificate()
+            let lines = CertificateAuthority.summaryLines(
+                certificate: certificate, certificatePath: certificatePath, keyPath: keyPath)
+            for line in lines { print(line) }
+            if let warning = CertificateAuthority.expiryWarning(certificate) {
+                FileHandle.standardError.write(Data("ats-proxy: \(warning)\n".utf8))
+            }
         } catch {
             exitWithError(error)
         }

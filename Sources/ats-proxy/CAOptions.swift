@@ -56,6 +56,20 @@ struct CAOptions: ParsableArguments {
         return (authority, created, CADirectoryLocator.message(legacy, directory: path))
     }
 
+    /// The existing CA's certificate and the paths of its two files, without opening the key.
+    func existingCertificate() throws -> (certificate: Certificate, certificatePath: String, keyPath: String) {
+        if let caCert, let caKey { return (try CertificateAuthority.readCertificate(path: caCert), caCert, caKey) }
+        let directory = try self.directory
+        let certificate = (directory as NSString).appendingPathComponent(CertificateAuthority.certificateFileName)
+        guard FileManager.default.fileExists(atPath: certificate) else {
+            throw CertificateAuthorityError(path: certificate, problem: "no CA here yet; run 'ats-proxy ca init'")
+        }
+        return (
+            try CertificateAuthority.readCertificate(path: certificate), certificate,
+            (directory as NSString).appendingPathComponent(CertificateAuthority.keyFileName)
+        )
+    }
+
     /// Loads an existing CA without creating one.
     func loadExisting() throws -> CertificateAuthority {
         if let caCert, let caKey { return try CertificateAuthority.load(certificatePath: caCert, keyPath: caKey) }

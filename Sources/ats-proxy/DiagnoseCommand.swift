@@ -66,8 +66,15 @@ struct DiagnoseCommand: ParsableCommand {
         help: "Extra trusted root for upstream servers, PEM or DER (repeatable); acts like a user-installed root.")
     var upstreamCa: [String] = []
 
-    @Option(name: .long, help: "CT log list in OpenSSL's format (enables CT checks for system-rooted chains).")
+    @Option(
+        name: .long,
+        help:
+            "CT log list, Apple's JSON or OpenSSL's format, for system-rooted chains (default: the list 'ats-proxy ct update' cached)."
+    )
     var ctLogList: String?
+
+    @Option(name: .long, help: "Days after which the cached CT log list counts as none (CT is then not evaluated).")
+    var ctMaxAge: Int = CTLogListCache.defaultMaximumAgeDays
 
     @Option(name: .long, help: "Seconds allowed for each connection and handshake.")
     var timeout: Double = 10
@@ -127,16 +134,18 @@ struct DiagnoseCommand: ParsableCommand {
     private func runATSRows(single: inout (text: String, passed: Bool)?) throws {
         let report: DiagnosticsReport
         let afText: String
+        var ctLine = ""
         do {
             let target = try RequestTarget(parsing: url)
             var overrides = ResolverOverrides()
             for entry in resolve { try overrides.addResolve(entry) }
             let options = try policy.evaluationOptions()
             let trust = try TrustStore(extraAnchorFiles: upstreamCa)
-            let logs = try ctLogList.map { try CTLogStore(file: $0) } ?? CTLogStore(logs: CTLogStore.embeddedLogs)
+            let ct = try CTLogSelection.resolve(explicitFile: ctLogList, ca: ca, maximumAgeDays: ctMaxAge)
+            ctLine = ct.bannerLine
             let checker = UpstreamChecker(
                 client: UpstreamTLSClient(
-                    trust: trust, ctLogs: logs,
+                    trust: trust, ctLogs: ct.store,
                     groups: GroupOffer(wanted: KeyExchangeGroup.offered(on: options.platform))
                 ))
             var appPolicy: PolicyContext?
@@ -166,7 +175,7 @@ struct DiagnoseCommand: ParsableCommand {
         } catch {
             exitWithError(error)
         }
-        FileHandle.standardOutput.write(Data((report.text + afText).utf8))
+        FileHandle.standardOutput.write(Data((report.text + "\n" + ctLine + "\n" + afText).utf8))
         if !report.defaultPassed { throw ExitCode(1) }
     }
 

@@ -134,8 +134,15 @@ struct ProxyOptions: ParsableArguments {
     @Option(name: .long, help: "Extra trust anchor PEM file for upstream servers (repeatable).")
     var upstreamCa: [String] = []
 
-    @Option(name: .long, help: "Certificate Transparency log list (OpenSSL format) for system-rooted chains.")
+    @Option(
+        name: .long,
+        help:
+            "Certificate Transparency log list (Apple's JSON or OpenSSL's format) for system-rooted chains (default: the list 'ats-proxy ct update' cached)."
+    )
     var ctLogList: String?
+
+    @Option(name: .long, help: "Days after which the cached CT log list counts as none (CT is then not evaluated).")
+    var ctMaxAge: Int = CTLogListCache.defaultMaximumAgeDays
 
     @Option(name: .long, help: "Seconds to receive a request head.")
     var headerTimeout: Double = 30
@@ -303,9 +310,9 @@ struct ProxyOptions: ParsableArguments {
             leaves: leaves, alpn: ServerTLSContext.preferring(clientH2 ? ["h2", "http/1.1"] : ["http/1.1"]),
             keyLog: observation?.keyLog)
         let trust = try TrustStore(systemRoots: true, extraAnchorFiles: upstreamCa)
-        let ctLogs = try ctLogList.map { try CTLogStore(file: $0) }
+        let ct = try CTLogSelection.resolve(explicitFile: ctLogList, ca: ca, maximumAgeDays: ctMaxAge)
         let upstreamTLS = UpstreamTLSClient(
-            trust: trust, ctLogs: ctLogs, alpn: upstreamH2 ? ["h2", "http/1.1"] : ["http/1.1"],
+            trust: trust, ctLogs: ct.store, alpn: upstreamH2 ? ["h2", "http/1.1"] : ["http/1.1"],
             keyLog: observation?.keyLog,
             groups: GroupOffer(wanted: KeyExchangeGroup.offered(on: snapshot.evaluator.options.platform)))
         var settings = ProxySettings()
@@ -374,7 +381,7 @@ struct ProxyOptions: ParsableArguments {
             server: server, services: services, log: log, bound: bound, caPath: caPath, caNote: caNote,
             authority: authority,
             loaded: loaded, snapshot: snapshot, stats: stats, report: sessionReport, reportDirectory: report,
-            observation: observation)
+            observation: observation, ctLine: ct.bannerLine)
     }
 
     /// The environment variable with `user:password` for an upstream proxy whose URL carries none.
@@ -466,6 +473,7 @@ struct ProxyOptions: ParsableArguments {
         if let lintLine = lintSummary(loaded, platform: snapshot.evaluator.options.platform) {
             lines.append("  \(lintLine)")
         }
+        if let ctLine = launched.ctLine { lines.append("  \(ctLine)") }
         lines.append("  CA certificate: \(caPath)")
         if launched.caNote.created {
             lines.append("  new CA created just now: install and trust it on each device (onboarding page below)")
@@ -633,6 +641,8 @@ struct LaunchedProxy {
     let reportDirectory: String?
     /// The web view, HAR and key log (nil when none was asked for).
     var observation: SessionObservation? = nil
+    /// The banner's line about the CT log list (`CTLogSelection.bannerLine`).
+    var ctLine: String? = nil
 
     /// Writes the session report (when --report was given) and the HAR (when --har was given);
     /// failures are logged, not fatal.

@@ -99,6 +99,7 @@ struct SettingsKey: Sendable {
         .init("hosts-file", .proxy, \.hostsFile, isPath: true),
         .init("upstream-ca", .proxy, \.upstreamCa, isPath: true),
         .init("ct-log-list", .proxy, \.ctLogList, isPath: true),
+        .init("ct-max-age", .proxy, \.ctMaxAge),
         .init("header-timeout", .proxy, \.headerTimeout),
         .init("idle-timeout", .proxy, \.idleTimeout),
         .init("exchange-timeout", .proxy, \.exchangeTimeout),

@@ -9,7 +9,8 @@ import Testing
 struct DiagnosticsFormatterBytesTests {
     static func record(
         result: RequestRecord.Result = .completed, status: Int? = 200, duration: Double = 12.5,
-        retried: Bool? = nil, bytesToClient: Int = 1_234_567_890_123, appTrust: AppTrustRecord? = nil
+        retried: Bool? = nil, bytesToClient: Int = 1_234_567_890_123, appTrust: AppTrustRecord? = nil,
+        tls: [String: String]? = nil
     ) -> RequestRecord {
         RequestRecord(
             time: Date(timeIntervalSince1970: 1_700_000_000), clientAddress: "127.0.0.1:50000",
@@ -18,7 +19,7 @@ struct DiagnosticsFormatterBytesTests {
             ruleChain: ["NSAppTransportSecurity"], rule: "ATS default: TLS 1.2+, forward secrecy",
             fix: result == .completed ? nil : "set NSExceptionAllowsInsecureHTTPLoads",
             errorCode: result == .completed ? nil : -1200,
-            streamError: result == .completed ? nil : "3:-9836", status: status, bytesFromClient: 0,
+            streamError: result == .completed ? nil : "3:-9836", status: status, tls: tls, bytesFromClient: 0,
             bytesToClient: bytesToClient, durationMilliseconds: duration,
             consoleLines: result == .completed ? [] : ["Task <X> finished with error [-1200]"],
             retriedOnNewConnection: retried, appTrust: appTrust)
@@ -53,6 +54,8 @@ struct DiagnosticsFormatterBytesTests {
                 $0.systemServices = SystemServicesVerdict(
                     platform: Platform(parsing: "ios:27.0")!, reasons: ["no extended master secret"])
             },
+            record(result: .reported), record(appTrust: pinning), record(tls: ["ct": CTStatus.notEvaluatedText]),
+            record(tls: ["ct": "complies (embedded SCTs, 2 counted)"]),
         ])
     func bytesMatchText(record: RequestRecord) {
         for level in DiagnosticsLevel.allCases {
@@ -84,6 +87,20 @@ struct DiagnosticsFormatterBytesTests {
             lines.last
                 == "ats-proxy: app pinning for api.example.com (scenario 4): real chain ACCEPT, interception chain REFUSE; interception chain: no pinned key",
             "\(lines)")
+    }
+
+    @Test func aConnectionWhoseCTWasNotEvaluatedSaysSoAtLevelOne() {
+        var formatter = DiagnosticsFormatter(level: .summary)
+        var bytes: [UInt8] = []
+        formatter.appendText(Self.record(tls: ["ct": CTStatus.notEvaluatedText]), to: &bytes)
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(
+            lines.last
+                == "ats-proxy: api.example.com: CT not evaluated: run `ats-proxy ct update` (the chain ends in a system root; a device checks its SCTs)",
+            "\(lines)")
+        var plain: [UInt8] = []
+        formatter.appendText(Self.record(), to: &plain)
+        #expect(!String(decoding: plain, as: UTF8.self).contains("CT not evaluated"))
     }
 
     @Test("decimals are written like String(_:)", arguments: [0, 7, 10, 99, 100, 65_535, -1, -42, Int.max, Int.min])

@@ -34,8 +34,10 @@ struct LeafCertificateCacheTests {
         #expect(details.signatureHash == .sha256)
         #expect(details.key == .ec(bits: 256))
         #expect(!details.isCA)
-        #expect(details.validityDays <= 397)
-        #expect(abs(details.notBefore.timeIntervalSinceNow + 3600) < 120)
+        #expect(details.validityDays < 200)
+        #expect(abs(details.notBefore.timeIntervalSinceNow + 86400) < 120)
+        // serverAuth and nothing else in the extended key usage.
+        #expect(X509_get_extended_key_usage(leaf.certificate.pointer) == UInt32(XKU_SSL_SERVER))
         #expect(details.serialHex.count >= 30)
         // Judge the leaf exactly like an ATS host on iOS 18 would, chained to a user-installed root.
         let trust = try TrustStore(systemRoots: false, extraAnchors: [Self.authority.certificate])
@@ -69,6 +71,79 @@ struct LeafCertificateCacheTests {
         clock.withLock { $0 = $0.addingTimeInterval(397 * 86400) }
         let renewed = try cache.leaf(for: "cached.test")
         #expect(renewed.certificate !== first.certificate)
+    }
+
+    @Test func validityStaysUnder200DaysIncludingBackdating() throws {
+        let cache = try LeafCertificateCache(authority: Self.authority)
+        let now = Date(timeIntervalSince1970: TimeInterval(Int(Date().timeIntervalSince1970)))
+        let minted = try cache.mint(host: "dates.test", now: now)
+        // Read the dates back from the DER, not from the value the minter returned.
+        let details = CertificateDetails(try Certificate(der: minted.certificate.derBytes))
+        #expect(details.notBefore == now.addingTimeInterval(-86400))
+        #expect(details.notAfter == now.addingTimeInterval(198 * 86400))
+        #expect(details.notAfter.timeIntervalSince(details.notBefore) == 199 * 86400)
+        #expect(AppleCTPolicy.lifetimeDays(notBefore: details.notBefore, notAfter: details.notAfter) == 200)
+        #expect(details.notAfter.timeIntervalSince(details.notBefore) + 1 < 200 * 86400)
+        #expect(details.notAfter <= Self.authority.certificate.notAfter)
+        #expect(details.notBefore >= Self.authority.certificate.notBefore)
+        // A longer request is clamped to the maximum.
+        let clamped = try LeafCertificateCache(authority: Self.authority, validityDays: 397).mint(
+            host: "x.test", now: now)
+        #expect(clamped.notAfter == now.addingTimeInterval(198 * 86400))
+    }
+
+    @Test func cachedLeafIsReplacedSevenDaysBeforeItEnds() throws {
+        let start = Date()
+        let clock = Mutex(start)
+        let cache = try LeafCertificateCache(authority: Self.authority, clock: { clock.withLock { $0 } })
+        let first = try cache.leaf(for: "renew.test")
+        clock.withLock { $0 = start.addingTimeInterval(190 * 86400) }  // 8 days left: kept
+        #expect(try cache.leaf(for: "renew.test").certificate === first.certificate)
+        clock.withLock { $0 = start.addingTimeInterval(191 * 86400 + 60) }  // under 7 days left: re-minted
+        let renewed = try cache.leaf(for: "renew.test")
+        #expect(renewed.certificate !== first.certificate)
+        #expect(renewed.notAfter > first.notAfter)
+        #expect(try cache.leaf(for: "renew.test").certificate === renewed.certificate)
+    }
+
+    @Test func leavesNeverOutliveTheCA() throws {
+        let now = Date()
+        let shortCA = try Self.caValid(days: 10, now: now)
+        let clock = Mutex(now)
+        let cache = try LeafCertificateCache(authority: shortCA, clock: { clock.withLock { $0 } })
+        let leaf = try cache.leaf(for: "short.test")
+        #expect(leaf.notAfter == shortCA.certificate.notAfter)
+        // Within the last 7 days a new leaf could not last longer: the cached one is kept, not re-minted per request.
+        clock.withLock { $0 = now.addingTimeInterval(5 * 86400) }
+        #expect(try cache.leaf(for: "short.test").certificate === leaf.certificate)
+        // Once it has expired (with the CA), it is replaced.
+        clock.withLock { $0 = now.addingTimeInterval(11 * 86400) }
+        #expect(try cache.leaf(for: "short.test").certificate !== leaf.certificate)
+    }
+
+    /// A CA that ends `days` after `now`.
+    static func caValid(days: Double, now: Date) throws -> CertificateAuthority {
+        let key = try PrivateKey.generate(.p256)
+        var spec = CertificateSpec(
+            notBefore: now.addingTimeInterval(-86400 * 2), notAfter: now.addingTimeInterval(days * 86400))
+        spec.commonName = "short CA"
+        spec.isCA = true
+        spec.keyUsage = ["keyCertSign", "cRLSign"]
+        spec.extendedKeyUsage = nil
+        let certificate = try CertificateMinter.mint(spec, subjectKey: key, issuer: nil, issuerKey: key)
+        return CertificateAuthority(certificate: certificate, privateKey: key, certificatePath: nil, keyPath: nil)
+    }
+
+    @Test func caNearExpiryIsWarnedAbout() throws {
+        let now = Date()
+        let warning = try #require(
+            CertificateAuthority.expiryWarning(try Self.caValid(days: 10, now: now).certificate, now: now))
+        #expect(warning.contains("expires in 9 days") || warning.contains("expires in 10 days"), "\(warning)")
+        #expect(CertificateAuthority.expiryWarning(Self.authority.certificate, now: now) == nil)
+        let expired = try #require(
+            CertificateAuthority.expiryWarning(
+                try Self.caValid(days: 10, now: now).certificate, now: now.addingTimeInterval(11 * 86400)))
+        #expect(expired.contains("expired"))
     }
 
     @Test func cacheIsBounded() throws {

@@ -57,8 +57,9 @@ struct PinningAndCTTests {
         }, options: { $0.requiresCTKey = .always })
 
     @Test func embeddedSCTsFromKnownLogsSatisfyCT() throws {
-        let leaf = TestPKI.leaf(TestPKI.leafSpec())
-        TestCTLog.embed(Self.logs, in: leaf, issuer: TestPKI.intermediate, issuerKey: TestPKI.intermediateKey)
+        let leaf = TestCTLog.embedding(
+            Self.logs, in: TestPKI.leaf(TestPKI.leafSpec()), issuer: TestPKI.intermediate,
+            issuerKey: TestPKI.intermediateKey)
         let server = try TestServer(.tls(TestPKI.serverContext(leaf: leaf)))
         defer { server.stop() }
         let store = try CTLogStore(logs: Self.logs.map(\.log))
@@ -81,8 +82,9 @@ struct PinningAndCTTests {
     }
 
     @Test func sctsFromUnknownLogsDoNotCount() throws {
-        let leaf = TestPKI.leaf(TestPKI.leafSpec())
-        TestCTLog.embed(Self.logs, in: leaf, issuer: TestPKI.intermediate, issuerKey: TestPKI.intermediateKey)
+        let leaf = TestCTLog.embedding(
+            Self.logs, in: TestPKI.leaf(TestPKI.leafSpec()), issuer: TestPKI.intermediate,
+            issuerKey: TestPKI.intermediateKey)
         let server = try TestServer(.tls(TestPKI.serverContext(leaf: leaf)))
         defer { server.stop() }
         let store = try CTLogStore(logs: [TestCTLog(name: "unrelated").log])

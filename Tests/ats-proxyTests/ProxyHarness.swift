@@ -166,11 +166,12 @@ final class Origin: @unchecked Sendable {
 
     init(
         name: String, directory: TemporaryDirectory, tls leaf: TestPKI.Leaf? = nil, tlsVersion: String = "any",
-        port: Int = 0, tlsOptions: [String] = []
+        port: Int = 0, tlsOptions: [String] = [], files: String? = nil
     ) throws {
         self.name = name
         logPath = directory.file("\(name)-requests-\(UUID().uuidString.prefix(6)).log")
         var arguments = [E2E.fixture("origin.py"), "--name", name, "--log", logPath, "--port", "\(port)"]
+        if let files { arguments += ["--files", files] }
         if let leaf {
             arguments += ["--cert", leaf.certificatePath, "--key", leaf.keyPath, "--tls-version", tlsVersion]
             arguments += tlsOptions

@@ -1,3 +1,5 @@
+import ATSTLS
+
 extension DiagnosticsFormatter {
     /// Appends the console text of one finished record to `output`, each line ending in a newline:
     /// the same text as `text(_:)`, joined.
@@ -5,11 +7,13 @@ extension DiagnosticsFormatter {
     /// A successful request at level 1, the line every request of the default configuration logs,
     /// is written straight into `output` as bytes (no intermediate strings, arrays or
     /// interpolation); every other case goes through `text(_:)`, and so does a record with app-trust
-    /// verdicts (`--af-policy`'s console line follows the request's). `bytesMatchText` in the tests
+    /// verdicts (`--af-policy`'s console line follows the request's) or CT not evaluated. `bytesMatchText` in the tests
     /// holds the two paths to the same output.
     public mutating func appendText(_ record: RequestRecord, to output: inout [UInt8]) {
         let fields = record.storage.fields
-        guard level == .summary, fields.result == .completed, fields.appTrust == nil, fields.systemServices == nil
+        // A connection whose CT could not be evaluated adds a line too (only records with the `ct` fact have one).
+        guard level == .summary, fields.result == .completed, fields.appTrust == nil, fields.systemServices == nil,
+            fields.tls?["ct"] != CTStatus.notEvaluatedText
         else {
             for line in text(record) {
                 output.append(contentsOf: line.utf8)

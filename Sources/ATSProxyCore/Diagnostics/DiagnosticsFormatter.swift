@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSTLS
 import Foundation
 
 /// Verbosity levels that follow `CFNETWORK_DIAGNOSTICS`: 0 off, 1 failures and one summary per
@@ -78,6 +79,11 @@ public struct DiagnosticsFormatter: Sendable {
         if let pinning = record.appTrust?.pinning { lines.append(Self.pinningLine(pinning, host: record.host)) }
         if let systemServices = record.systemServices {
             lines.append("ats-proxy: system services for \(record.host): \(systemServices.line)")
+        }
+        if record.tls?["ct"] == CTStatus.notEvaluatedText {
+            lines.append(
+                "ats-proxy: \(record.host): \(CTStatus.notEvaluatedText) (the chain ends in a system root; a device checks its SCTs)"
+            )
         }
         return lines
     }

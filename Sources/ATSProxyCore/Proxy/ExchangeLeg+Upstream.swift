@@ -107,6 +107,8 @@ extension ExchangeLeg {
             if let setting = services.settings.systemServices, setting.applies(host: key.host, port: key.port) {
                 exchange?.tls = SystemServicesSetting.adding(setting.profile.judge(summary), to: exchange?.tls)
             }
+            // Certificate Transparency's outcome where it applies ("CT not evaluated: …" without a current list).
+            if let ct = UpstreamJudge(requirements: requirements).ctStatus(summary).text { exchange?.tls?["ct"] = ct }
             exchange?.timings.secured = now
             if let appTrust = services.appTrust, !appTrust.pinningPolicies.isEmpty, !summary.resumedSession,
                 let pinning = appTrust.pinning(host: key.host, realChain: tls.peerCertificates, at: now)

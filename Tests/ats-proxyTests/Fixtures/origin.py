@@ -23,6 +23,7 @@ Routes:
   GET  /stall-after-head?hold=S  head announcing 1000 bytes, 10 bytes, then nothing for S seconds
                             (default 30) and a close: an origin that stalls mid-response
   GET  /latin1              200 with the header X-Latin1: caf<0xE9> (one obs-text byte, not UTF-8)
+  GET  /files/<name>        200 with the file <name> of --files DIR (404 when missing or no --files)
 Every response carries X-Origin: <name> and X-Conn: <per-connection number>.
 TLS options: --tls-version pins one version, --group limits key exchange to one group, --no-ems
 refuses the extended master secret (RFC 7627) at TLS 1.2.
@@ -146,6 +147,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = url.path
         if path == "/hello":
             self.simple(200, f"hello from {self.server.name}\n".encode())
+        elif path.startswith("/files/"):
+            name = os.path.basename(path[len("/files/"):])
+            full = os.path.join(self.server.files, name) if self.server.files and name else None
+            if full and os.path.isfile(full):
+                with open(full, "rb") as handle:
+                    self.simple(200, handle.read(), "application/json")
+            else:
+                self.simple(404, b"no such file\n")
         elif path == "/headers":
             body = json.dumps([[k, v] for k, v in self.headers.items()]).encode()
             self.simple(200, body, "application/json")
@@ -380,6 +389,7 @@ def main():
     parser.add_argument("--group", help="the only key-exchange group offered (OpenSSL curve name, e.g. prime256v1)")
     parser.add_argument("--no-ems", action="store_true", help="refuse the extended master secret (TLS 1.2)")
     parser.add_argument("--lifetime", type=float, default=300, help="exit after this many seconds")
+    parser.add_argument("--files", help="directory served under /files/")
     args = parser.parse_args()
     # Bounded: the server stops by itself even if the test that started it dies.
     stopper = threading.Timer(args.lifetime, lambda: os._exit(0))
@@ -388,6 +398,7 @@ def main():
 
     server = Server(("127.0.0.1", args.port), Handler)
     server.name = args.name
+    server.files = args.files
     server.log_path = args.log
     server.log_lock = threading.Lock()
     server.connection_numbers = itertools.count(1)
