@@ -254,7 +254,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         reported = true
         let who = "connection \(session.connectionNumber) from \(client.remoteAddress?.description ?? "unknown")"
         if let report = session.closingReport {
-            log.note("\(who): \(report)")
+            log.note("\(who): \(report); largest backlog \(client.maxQueuedBytes) bytes")
         } else if clientBacklogged {
             log.note(
                 "\(who): closed while the client was not reading: \(client.queuedBytes) bytes unread, largest "

@@ -544,23 +544,27 @@ extension HTTP2EndToEnd {
     static let backlogBound = 256 * 1024 + 64 * 1024 + 16 * 1024
 
     @Test(arguments: ["ping", "settings"])
-    func aClientThatFloodsControlFramesWithoutReadingIsNoLongerReadAndIsClosed(frame: String) throws {
+    func aClientThatFloodsControlFramesWithoutReadingIsClosedWithABoundedBacklog(frame: String) throws {
         let stack = try H2Stack(alpn: "both", proxyArguments: ["--idle-timeout", "2"])
         let run = try stack.h2client(
             ["hostile", "ping-flood-no-read", "--frame", frame, "--hold", "20"], timeout: 30)
         let flooded = run.events.first { $0["event"] as? String == "flooded" } ?? [:]
         print("\(frame) flood: \(flooded)")
-        #expect(flooded["blocked"] as? Bool == true, "the proxy kept reading the flood: \(flooded)")
         #expect(run.summary["closed"] as? Bool == true, "the connection was never closed: \(flooded)")
-        let log = stack.proxy.waitForLog("closed while the client was not reading", timeout: 10)
+        // Either nghttp2's guard cut it (1,000 replies queued within one read) or the proxy stopped reading it and
+        // closed it after --idle-timeout: the line for the connection says which, with the largest backlog.
+        let log = stack.proxy.waitForLog("largest backlog", timeout: 10)
         let line = try #require(
-            log.split(separator: "\n").first { $0.contains("closed while the client was not reading") },
+            log.split(separator: "\n").first { $0.contains("largest backlog") },
             "no record of the close: \(log.suffix(2000))")
-        let largest = line.split(separator: " ").firstIndex(of: "backlog").flatMap { index in
-            Int(line.split(separator: " ")[index + 1])
-        }
+        print(line)
+        #expect(
+            line.contains("closed while the client was not reading")
+                || line.contains("GOAWAY(ENHANCE_YOUR_CALM)"), "\(line)")
+        let words = line.split(separator: " ")
+        let largest = words.firstIndex(of: "backlog").flatMap { Int(words[$0 + 1]) }
         let backlog = try #require(largest, "\(line)")
-        #expect(backlog > 0 && backlog <= Self.backlogBound, "\(line)")
+        #expect(backlog <= Self.backlogBound, "\(line)")
         let after = try stack.curl("/tiny", client: "h2")
         #expect(after.status == 200, "the proxy stopped serving: \(after.stderr)")
     }

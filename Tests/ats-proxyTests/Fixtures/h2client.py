@@ -39,9 +39,9 @@ hostile NAME (raw frames with hyperframe/hpack after the preface and SETTINGS ex
   ping                    PING with opaque data "ats-ping"
   made-you-reset          --count x (HEADERS GET /bytes?n=1000000&made-you-reset=1 + a WINDOW_UPDATE that
                           overflows the stream's window, so the server must reset it), one stream per write
-  ping-flood-no-read      PINGs (or, with --frame settings, empty SETTINGS) 1,000 per write for --hold seconds,
-                          never reading after the SETTINGS exchange; "closed" once a write fails (the server
-                          reset the connection); prints {"event": "blocked"} when a write first stalls
+  ping-flood-no-read      PINGs (or, with --frame settings, empty SETTINGS) 100 per write, 2 ms apart, for --hold seconds,
+                          never reading after the SETTINGS exchange; prints {"event": "blocked"} when a write
+                          first stalls (then only watches); "closed" once the TCP state leaves ESTABLISHED
 hostile summary: {"goaways": [[code, last]], "resets": [[stream, code]], "statuses": {stream: status},
 "data": {stream: bytes}, "ended": [streams], "closed", "server_settings", "ping_acks": [hex]}.
 """
@@ -586,7 +586,10 @@ def hostile(tls, args):
             frame = frames.SettingsFrame(0).serialize()
         else:
             frame = frames.PingFrame(0, opaque_data=b"floodpng").serialize()
-        batch = frame * 1000
+        batch = frame * 100
+        # A small receive buffer, and writes paced so that a read rarely holds 1,000 frames (nghttp2's own guard):
+        # the proxy's queue, not the kernel's buffers, is what fills.
+        tls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         tls.settimeout(1)
         sent = 0
         blocked = False
@@ -595,7 +598,8 @@ def hostile(tls, args):
         while time.monotonic() < deadline and not blocked:
             try:
                 tls.sendall(batch)
-                sent += 1000
+                sent += 100
+                time.sleep(0.002)
             except (socket.timeout, ssl.SSLWantWriteError):
                 # A TLS write cannot be retried with other bytes: from here on only watch the connection.
                 blocked = True
