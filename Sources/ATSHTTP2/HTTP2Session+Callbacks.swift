@@ -166,6 +166,7 @@ extension HTTP2Session {
             pendingEvents.append(
                 .streamResetSent(
                     stream: header.stream_id, error: HTTP2ErrorCode(rawValue: frame.pointee.rst_stream.error_code)))
+            if configuration.countsSentResets { countReset() }
         default:
             break  // Other frames sent are not events.
         }
@@ -203,16 +204,27 @@ extension HTTP2Session {
         return count == 0 ? Int(NGHTTP2_ERR_DEFERRED.rawValue) : count
     }
 
-    /// Counts one RST_STREAM from the peer; more than `maxResetsPerSecond` in a second fails the session with
+    /// Counts one stream reset (the peer's RST_STREAM, or one we sent when `countsSentResets`); more than
+    /// `maxResetsPerSecond` within a second, or more than `maxResetsPerSession` in all, fails the session with
     /// GOAWAY(ENHANCE_YOUR_CALM).
     private func countReset() {
+        resetsCounted += 1
         let windowStart = now - .seconds(1)
         recentResets.removeAll { $0 <= windowStart }
         recentResets.append(now)
-        guard recentResets.count > configuration.maxResetsPerSecond, failure == nil, let session else { return }
-        let error = HTTP2SessionError(
-            libraryCode: HTTP2SessionError.atsResetFloodCode,
-            message: "peer reset more than \(configuration.maxResetsPerSecond) streams in one second")
+        guard failure == nil, let session else { return }
+        let error: HTTP2SessionError
+        if recentResets.count > configuration.maxResetsPerSecond {
+            error = HTTP2SessionError(
+                libraryCode: HTTP2SessionError.atsResetFloodCode,
+                message: "more than \(configuration.maxResetsPerSecond) streams reset in one second")
+        } else if let budget = configuration.maxResetsPerSession, resetsCounted > budget {
+            error = HTTP2SessionError(
+                libraryCode: HTTP2SessionError.atsResetBudgetCode,
+                message: "more than \(budget) streams reset on one connection")
+        } else {
+            return
+        }
         failure = error
         _ = nghttp2_session_terminate_session(session, HTTP2ErrorCode.enhanceYourCalm.rawValue)
         pendingEvents.append(.sessionFailed(error))

@@ -33,8 +33,10 @@ public final class HTTP2Session {
     var goAwayReceived = false
     /// The last text nghttp2 gave its error callback, used to explain connection errors.
     var lastLibraryMessage: String?
-    /// Arrival times of the peer's RST_STREAM frames within the last second.
+    /// Times of the stream resets counted within the last second (see `countReset`).
     var recentResets: [ContinuousClock.Instant] = []
+    /// Stream resets counted since the session began.
+    var resetsCounted = 0
     /// The time passed to the `receive` in progress.
     var now: ContinuousClock.Instant = .now
 
@@ -338,6 +340,12 @@ public final class HTTP2Session {
 
     /// Body bytes submitted on all streams and not yet handed to nghttp2.
     public var bufferedOutboundTotal: Int { outboundTotal }
+
+    /// Whether a header block has begun (HEADERS without END_HEADERS) and not been completed by its CONTINUATIONs.
+    public var isReceivingHeaderBlock: Bool { !inboundHeaders.isEmpty }
+
+    /// Stream resets counted against the reset budget so far (the peer's, plus ours when `countsSentResets`).
+    public var resetCount: Int { resetsCounted }
 
     /// Forgets `stream`'s send buffer (the stream ended or was reset).
     func dropOutbound(_ stream: Int32) {

@@ -167,6 +167,8 @@ public struct HTTP2SessionError: Error, Hashable, Sendable, CustomStringConverti
 
     /// Library code used when the per-session RST_STREAM rate limit tripped (CVE-2023-44487).
     public static let atsResetFloodCode: Int32 = -10_001
+    /// Library code used when the per-session lifetime RST_STREAM budget ran out.
+    public static let atsResetBudgetCode: Int32 = -10_002
 
     /// `message (code)`.
     public var description: String { "\(message) (\(libraryCode))" }
@@ -230,6 +232,14 @@ public struct HTTP2Configuration: Hashable, Sendable {
     /// Most RST_STREAM frames accepted from the peer within any one second; more sends GOAWAY(ENHANCE_YOUR_CALM)
     /// and fails the session (rapid reset, CVE-2023-44487).
     public var maxResetsPerSecond: Int = 100
+    /// Most stream resets over the whole life of the session (nil: no lifetime limit); one more sends
+    /// GOAWAY(ENHANCE_YOUR_CALM) and fails the session. Counts what `maxResetsPerSecond` counts.
+    public var maxResetsPerSession: Int?
+    /// Whether RST_STREAM frames this endpoint sends (on the owner's request, or nghttp2's own for a stream error
+    /// such as a WINDOW_UPDATE that overflows a stream's window) count against `maxResetsPerSecond` and
+    /// `maxResetsPerSession` as the peer's do. A server facing clients sets it: a client that makes the server reset
+    /// its streams (MadeYouReset, CVE-2025-8671) costs as much as one that resets them itself.
+    public var countsSentResets = false
 
     /// The defaults above.
     public init() {}

@@ -64,6 +64,8 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
     private var running = false
     /// The session asked not to read from the client (its upstream is not ready).
     private var sessionPausedClient = false
+    /// `reportCut` ran: a connection gets one such line.
+    private var reported = false
 
     init(
         client: TCPConnection, services: ProxyServices, connectionNumber: Int, resolver: Resolver,
@@ -178,7 +180,9 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
                     // before the connection stops counting as live (shutdown waits for live ones).
                     for lane in lanes.values { closeLane(lane) }
                     lanes = [:]
+                    reportCut()
                     client.closeAfterFlush()
+                    if client.isOpen { resetIfNeverDrained() }
                 } else if let lane = lanes.removeValue(forKey: id) {
                     closeLane(lane)
                 }
@@ -204,7 +208,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
                 client.pauseReading()
             case .resumeClientReads:
                 sessionPausedClient = false
-                if upstreamsWritable { client.resumeReading() }
+                if upstreamsWritable && !clientBacklogged { client.resumeReading() }
             case .pauseUpstreamReads:
                 let lane = lane(id)
                 lane.readsPausedBySession = true
@@ -241,6 +245,44 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         guard let lane = lanes[0] else { return true }
         return !lane.channelBlocked && (lane.upstream?.isWritable ?? true)
     }
+
+    /// Logs at most one line for the connection as it ends: the session's `closingReport` (cut for a protocol error
+    /// or a flood, or streams reset and refused in numbers), or that it ends while the client is not reading what it
+    /// was sent (`clientBacklogged`). Ordinary connections leave no line.
+    private func reportCut() {
+        guard !reported else { return }
+        reported = true
+        let who = "connection \(session.connectionNumber) from \(client.remoteAddress?.description ?? "unknown")"
+        if let report = session.closingReport {
+            log.note("\(who): \(report); largest backlog \(client.maxQueuedBytes) bytes")
+        } else if clientBacklogged {
+            log.note(
+                "\(who): closed while the client was not reading: \(client.queuedBytes) bytes unread, largest "
+                    + "backlog \(client.maxQueuedBytes) bytes")
+        }
+    }
+
+    /// A closing client that reads nothing more does not keep its socket and backlog: once a `--idle-timeout`
+    /// passes without the queue draining, the connection is reset.
+    private func resetIfNeverDrained() {
+        let seconds = session.services.settings.idleTimeout
+        let client = client
+        var written = client.bytesWritten
+        func check() {
+            guard client.isOpen else { return }
+            if client.bytesWritten == written {
+                client.reset()
+                return
+            }
+            written = client.bytesWritten
+            _ = LoopTimer.oneShot(on: loop, after: .milliseconds(Int(seconds * 1000))) { check() }
+        }
+        _ = LoopTimer.oneShot(on: loop, after: .milliseconds(Int(seconds * 1000))) { check() }
+    }
+
+    /// Whether the client's write queue is over its high watermark and the session wants no client bytes meanwhile
+    /// (HTTP/2: every frame the client sends may add a reply to a queue it is not reading).
+    private var clientBacklogged: Bool { !client.isWritable && session.stopsReadingWhileClientBacklogged }
 
     /// Tells an HTTP/2 lane that its upstream backed up or drained; a lane whose upstream goes away while
     /// backed up is told it drained (its next upstream starts empty).
@@ -367,7 +409,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
     }
 
     private func resumeClientIfPossible() {
-        if client.isReadingPaused && !finished && !sessionPausedClient && upstreamsWritable {
+        if client.isReadingPaused && !finished && !sessionPausedClient && upstreamsWritable && !clientBacklogged {
             client.resumeReading()
         }
     }
@@ -387,7 +429,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
             lane.upstream = nil
             laneOfConnection[ObjectIdentifier(upstream)] = nil
             upstream.close()
-            if client.isReadingPaused && !finished && !sessionPausedClient && upstreamsWritable {
+            if client.isReadingPaused && !finished && !sessionPausedClient && upstreamsWritable && !clientBacklogged {
                 client.resumeReading()
             }
         }
@@ -426,6 +468,15 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
 
     func connectionWritabilityChanged(_ connection: TCPConnection, isWritable: Bool) {
         if connection === client {
+            if session.stopsReadingWhileClientBacklogged {
+                // What the client sends now would only add replies (PING and SETTINGS ACKs, RST_STREAMs) to the
+                // backlog it does not read: the client waits until it reads, so the backlog stays bounded.
+                if !isWritable {
+                    client.pauseReading()
+                } else if !sessionPausedClient && upstreamsWritable {
+                    client.resumeReading()
+                }
+            }
             for lane in lanes.values {
                 if !isWritable {
                     setUpstreamReading(lane, false)
@@ -476,6 +527,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
     func connectionDidClose(_ connection: TCPConnection, reason: TCPCloseReason) {
         if connection === client {
             run(.clientGone)
+            reportCut()
             connection.handler = nil
             for lane in lanes.values { closeLane(lane) }
             lanes = [:]

@@ -327,6 +327,7 @@ struct ProxyOptions: ParsableArguments {
         settings.headerTimeout = headerTimeout
         settings.idleTimeout = idleTimeout
         settings.exchangeTimeout = exchangeTimeout
+        settings.connectTimeout = connectTimeout
         // Without a pool, an idle client's upstream handed back after the linger would just be closed: keep it.
         if Int(upstreamIdleTimeout * 1000) == 0 { settings.upstreamLinger = 0 }
         settings.upgradePort = upgradePort

@@ -127,6 +127,61 @@ import Testing
         #expect(!outcome.session.wantsRead)
     }
 
+    /// MadeYouReset input: `count` streams, each a GET whose stream window a WINDOW_UPDATE then overflows, so that
+    /// nghttp2 itself resets it with FLOW_CONTROL_ERROR.
+    static func madeYouResetChunks(count: Int) -> [[UInt8]] {
+        var chunks = [RawH2.clientStart]
+        for index in 0..<count {
+            let stream = UInt32(2 * index + 1)
+            chunks.append(
+                RawH2.headers(stream: stream, block: RawH2.requestBlock())
+                    + RawH2.windowUpdate(stream: stream, increment: 0x7fff_ffff))
+        }
+        return chunks
+    }
+
+    @Test func resetsTheServerIsMadeToSendCountAgainstTheSameBudget() throws {
+        var configuration = HTTP2Configuration()
+        configuration.maxResetsPerSecond = 50
+        configuration.countsSentResets = true
+        let outcome = try Self.run(Self.madeYouResetChunks(count: 200), configuration: configuration)
+        #expect(outcome.failure?.libraryCode == HTTP2SessionError.atsResetFloodCode)
+        #expect(outcome.goAwayCodes == [HTTP2ErrorCode.enhanceYourCalm.rawValue])
+        let flowControlResets = outcome.resets.filter { $0.code == HTTP2ErrorCode.flowControlError.rawValue }
+        #expect(flowControlResets.count == 51)
+        #expect(outcome.session.resetCount == 51)
+        #expect(!outcome.session.wantsRead)
+    }
+
+    @Test func sentResetsAreNotCountedUnlessAsked() throws {
+        // The default (an upstream link's session): resets we send are our own clients' cancellations.
+        var configuration = HTTP2Configuration()
+        configuration.maxResetsPerSecond = 50
+        let outcome = try Self.run(Self.madeYouResetChunks(count: 200), configuration: configuration)
+        #expect(outcome.failure == nil)
+        #expect(outcome.resets.count == 200)
+        #expect(outcome.session.resetCount == 0)
+        #expect(outcome.session.state == .active)
+    }
+
+    @Test func theLifetimeResetBudgetCutsAPacedFlood() throws {
+        var configuration = HTTP2Configuration()
+        configuration.maxResetsPerSecond = 50
+        configuration.maxResetsPerSession = 120
+        configuration.countsSentResets = true
+        var chunks = [RawH2.clientStart]
+        for index in 0..<200 {
+            let stream = UInt32(2 * index + 1)
+            chunks.append(RawH2.headers(stream: stream, block: RawH2.requestBlock()) + RawH2.rst(stream: stream))
+        }
+        // 40 resets per second stay under the rate; the 121st of the connection's life ends it.
+        let outcome = try Self.run(chunks, configuration: configuration, spacing: .milliseconds(25))
+        #expect(outcome.failure?.libraryCode == HTTP2SessionError.atsResetBudgetCode)
+        #expect(outcome.goAwayCodes == [HTTP2ErrorCode.enhanceYourCalm.rawValue])
+        let resetsSeen = outcome.events.filter { if case .streamReset = $0 { true } else { false } }.count
+        #expect(resetsSeen == 121)
+    }
+
     @Test func resetsBelowTheRateAreFine() throws {
         var configuration = HTTP2Configuration()
         configuration.maxResetsPerSecond = 50

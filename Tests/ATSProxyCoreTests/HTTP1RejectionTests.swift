@@ -209,6 +209,10 @@ import Testing
             raw: "GET / HTTP/1.1\r\nHost: a\r\n" + String(repeating: "X-Field: value\r\n", count: 5000) + "\r\n",
             kind: .headerSectionTooLarge, status: 431),
         Case(
+            name: "101 header fields",
+            raw: "GET / HTTP/1.1\r\nHost: a\r\n" + (1...100).map { "X-F\($0): v\r\n" }.joined() + "\r\n",
+            kind: .tooManyHeaderFields, status: 431),
+        Case(
             name: "trailer section over 64 KiB",
             raw: chunkedHead + "0\r\nX: " + String(repeating: "x", count: 64 * 1024) + "\r\n\r\n",
             kind: .headerSectionTooLarge, status: 431),
@@ -254,6 +258,23 @@ import Testing
         #expect(whole.events.last == whole.failure.map(HTTPPart.failed))
         let byteByByte = HTTP1ParseRun(bytes, role: testCase.role, methods: methods, chunkSize: 1)
         #expect(byteByByte.failure == whole.failure)
+    }
+
+    @Test func aRequestWithExactlyTheFieldLimitIsAcceptedAndResponsesHaveNoLimit() {
+        let limit = HTTP1HeadParser.maxRequestFields
+        let fields = (1..<limit).map { "X-F\($0): v\r\n" }.joined()
+        let request = HTTP1ParseRun(Array(http: "GET / HTTP/1.1\r\nHost: a\r\n" + fields + "\r\n"))
+        #expect(request.failure == nil)
+        guard case .request(let head, _) = request.events.first else {
+            Issue.record("no request head: \(request.events)")
+            return
+        }
+        #expect(head.headers.count == limit)
+        // An origin's response is not ours to limit by count (only by size).
+        let many = (1...2 * limit).map { "X-F\($0): v\r\n" }.joined()
+        let response = HTTP1ParseRun(
+            Array(http: "HTTP/1.1 204 No Content\r\n" + many + "\r\n"), role: .response, methods: ["GET"])
+        #expect(response.failure == nil)
     }
 
     @Test func everyErrorHasAReasonAndAServerStatus() {

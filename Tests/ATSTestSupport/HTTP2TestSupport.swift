@@ -145,15 +145,26 @@ public enum RawH2 {
         frame(type: 0x3, stream: stream, payload: be32(code))
     }
 
+    /// WINDOW_UPDATE on `stream` (0: the connection) granting `increment` bytes.
+    public static func windowUpdate(stream: UInt32, increment: UInt32) -> [UInt8] {
+        frame(type: 0x8, stream: stream, payload: be32(increment & 0x7fff_ffff))
+    }
+
+    /// PING with an 8-byte `payload` (an ACK when `ack`).
+    public static func ping(_ payload: UInt64, ack: Bool = false) -> [UInt8] {
+        frame(
+            type: 0x6, flags: ack ? 0x1 : 0, stream: 0, payload: (0..<8).map { UInt8(payload >> (56 - 8 * $0) & 0xff) })
+    }
+
     /// PUSH_PROMISE on `stream` promising `promised` with `block`.
     public static func pushPromise(stream: UInt32, promised: UInt32, block: [UInt8]) -> [UInt8] {
         frame(type: 0x5, flags: 0x4, stream: stream, payload: be32(promised) + block)
     }
 
-    /// HPACK block of a GET for https://example.com/ (static-table indices), plus literal `extra` fields.
-    public static func requestBlock(extra: [(String, String)] = []) -> [UInt8] {
+    /// HPACK block of a GET for https://`authority`/ (static-table indices), plus literal `extra` fields.
+    public static func requestBlock(authority: String = "example.com", extra: [(String, String)] = []) -> [UInt8] {
         var block: [UInt8] = [0x82, 0x87, 0x84]  // :method GET, :scheme https, :path /
-        block += [0x41] + hpackString("example.com")  // :authority, literal value, incremental indexing
+        block += [0x41] + hpackString(authority)  // :authority, literal value, incremental indexing
         for (name, value) in extra { block += literal(name, value) }
         return block
     }

@@ -515,6 +515,61 @@ import Testing
     }
 }
 
+// MARK: - Floods
+
+extension HTTP2EndToEnd {
+    @Test func aClientThatMakesTheProxyResetItsStreamsIsCutAndFewRequestsReachTheOrigin() throws {
+        let stack = try H2Stack(alpn: "both")
+        let run = try stack.h2client(["hostile", "made-you-reset", "--count", "1000", "--hold", "5"])
+        print("made-you-reset: sent \(run.events.first { $0["event"] as? String == "sent" } ?? [:])")
+        #expect(run.goaways.map { $0.first } == [H2HostileCase.enhanceYourCalm], "GOAWAY codes \(run.goaways)")
+        #expect(run.summary["closed"] as? Bool == true, "the connection stays open after GOAWAY")
+        let resets = (run.summary["resets"] as? [[Int]]) ?? []
+        #expect(resets.count <= 101, "\(resets.count) streams reset")
+        #expect(resets.allSatisfy { $0.last == 0x3 }, "reset codes other than FLOW_CONTROL_ERROR: \(resets)")
+        // Lanes of reset streams close before their requests go out; give stragglers a moment to land.
+        usleep(500_000)
+        let reached = stack.origin.events("REQUEST").filter { $0["path"]?.contains("made-you-reset") == true }
+        #expect(reached.count <= 101, "\(reached.count) requests reached the origin")
+        let after = try stack.curl("/tiny", client: "h2")
+        #expect(after.status == 200, "the proxy stopped serving: \(after.stderr)")
+        #expect(stack.proxy.isRunning)
+    }
+}
+
+extension HTTP2EndToEnd {
+    /// The most a client connection that does not read may hold queued: the write queue's high watermark
+    /// (256 KiB) plus the replies to the one 64 KiB read during which it was crossed, with TLS record overhead
+    /// (docs/HARDENING.md).
+    static let backlogBound = 256 * 1024 + 64 * 1024 + 16 * 1024
+
+    @Test(arguments: ["ping", "settings"])
+    func aClientThatFloodsControlFramesWithoutReadingIsClosedWithABoundedBacklog(frame: String) throws {
+        let stack = try H2Stack(alpn: "both", proxyArguments: ["--idle-timeout", "2"])
+        let run = try stack.h2client(
+            ["hostile", "ping-flood-no-read", "--frame", frame, "--hold", "20"], timeout: 30)
+        let flooded = run.events.first { $0["event"] as? String == "flooded" } ?? [:]
+        print("\(frame) flood: \(flooded)")
+        #expect(run.summary["closed"] as? Bool == true, "the connection was never closed: \(flooded)")
+        // Either nghttp2's guard cut it (1,000 replies queued within one read) or the proxy stopped reading it and
+        // closed it after --idle-timeout: the line for the connection says which, with the largest backlog.
+        let log = stack.proxy.waitForLog("largest backlog", timeout: 10)
+        let line = try #require(
+            log.split(separator: "\n").first { $0.contains("largest backlog") },
+            "no record of the close: \(log.suffix(2000))")
+        print(line)
+        #expect(
+            line.contains("closed while the client was not reading")
+                || line.contains("GOAWAY(ENHANCE_YOUR_CALM)"), "\(line)")
+        let words = line.split(separator: " ")
+        let largest = words.firstIndex(of: "backlog").flatMap { Int(words[$0 + 1]) }
+        let backlog = try #require(largest, "\(line)")
+        #expect(backlog <= Self.backlogBound, "\(line)")
+        let after = try stack.curl("/tiny", client: "h2")
+        #expect(after.status == 200, "the proxy stopped serving: \(after.stderr)")
+    }
+}
+
 // MARK: - Hostile cases
 
 /// One `h2client.py hostile NAME` case and the answer the proxy's nghttp2 session (1.52, see

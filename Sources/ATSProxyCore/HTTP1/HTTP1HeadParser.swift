@@ -6,6 +6,11 @@ import ATSHTTP2
 /// no whitespace before the colon, no obs-fold, no control characters in values, and for requests
 /// the Host rules of RFC 9112 §3.2.
 enum HTTP1HeadParser {
+    /// Most header fields a request head may carry (Apache's `LimitRequestFields` default); more is answered 431.
+    /// Each field costs a parse, a copy and every later lookup, so the 64 KiB size limit alone let 10,000 tiny fields
+    /// cost milliseconds of CPU per request.
+    static let maxRequestFields = 100
+
     /// The lines of a section without their CRLF, empty ones skipped (the final empty line among them),
     /// walked in place: no list of lines is built.
     struct Lines: Sequence, IteratorProtocol {
@@ -61,7 +66,7 @@ enum HTTP1HeadParser {
         guard version.major == 1 else { throw HTTP1ParseError(.unsupportedVersion) }
         let method = String(decoding: methodBytes, as: UTF8.self)
         let target = try HTTP1RequestTarget.parse(targetBytes, method: method)
-        let headers = try parseFields(lines)
+        let headers = try parseFields(lines, maximum: maxRequestFields)
         let head = HTTPRequestHead(method: method, target: target, version: version, headers: headers)
         try validateHost(head)
         return head
@@ -102,12 +107,13 @@ enum HTTP1HeadParser {
         try parseFields(Lines(section))
     }
 
-    /// Parses field lines: `token ":" OWS value OWS`.
-    static func parseFields(_ lines: Lines) throws(HTTP1ParseError) -> HTTPFields {
+    /// Parses field lines: `token ":" OWS value OWS`; more than `maximum` of them is `tooManyHeaderFields`.
+    static func parseFields(_ lines: Lines, maximum: Int = .max) throws(HTTP1ParseError) -> HTTPFields {
         var fields: [HTTPField] = []
-        fields.reserveCapacity(lines.roughCount)
+        fields.reserveCapacity(min(lines.roughCount, maximum))
         for line in lines {
             guard let first = line.first else { continue }
+            guard fields.count < maximum else { throw HTTP1ParseError(.tooManyHeaderFields) }
             if first == HTTP1ASCII.space || first == HTTP1ASCII.htab { throw HTTP1ParseError(.obsoleteLineFolding) }
             guard let colon = line.firstIndex(of: HTTP1ASCII.colon) else { throw HTTP1ParseError(.invalidFieldName) }
             let name = line[..<colon]

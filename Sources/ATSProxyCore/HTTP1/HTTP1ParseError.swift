@@ -8,6 +8,8 @@ public struct HTTP1ParseError: Error, Hashable, Sendable, CustomStringConvertibl
     public enum Kind: Hashable, Sendable {
         /// The head (or trailer section) exceeded the 64 KiB limit.
         case headerSectionTooLarge
+        /// A request head with more than `HTTP1HeadParser.maxRequestFields` header fields.
+        case tooManyHeaderFields
         /// The request line is not `method SP target SP version`.
         case invalidRequestLine
         /// The status line is not `version SP 3DIGIT [SP reason]`.
@@ -77,7 +79,7 @@ public struct HTTP1ParseError: Error, Hashable, Sendable, CustomStringConvertibl
     /// The status a server answers this with (and then closes the connection).
     public var status: Int {
         switch kind {
-        case .headerSectionTooLarge: 431
+        case .headerSectionTooLarge, .tooManyHeaderFields: 431
         case .unsupportedTransferEncoding: 501
         case .unsupportedVersion: 505
         case .invalidRequestLine, .invalidStatusLine, .invalidMethod, .invalidTarget, .invalidFieldName,
@@ -94,6 +96,7 @@ public struct HTTP1ParseError: Error, Hashable, Sendable, CustomStringConvertibl
     public var reason: String {
         switch kind {
         case .headerSectionTooLarge: "header section larger than 64 KiB"
+        case .tooManyHeaderFields: "more than \(HTTP1HeadParser.maxRequestFields) header fields"
         case .invalidRequestLine: "malformed request line"
         case .invalidStatusLine: "malformed status line"
         case .unsupportedVersion: "HTTP version not supported"

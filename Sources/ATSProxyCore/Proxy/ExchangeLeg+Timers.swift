@@ -93,7 +93,8 @@ extension ExchangeLeg {
     /// Seconds until the exchange timer's next stage (the leg has an exchange). Ends the idle period.
     mutating func exchangeTimerSeconds(clientEngine: Bool) -> Double {
         timers.endIdlePeriod()
-        let timeout = services.settings.exchangeTimeout
+        var timeout = services.settings.exchangeTimeout
+        if case .handshaking = upstream { timeout = min(timeout, services.settings.connectTimeout) }
         if quietStageArmed(clientEngine: clientEngine) { return services.settings.bufferLinger }
         if timers.quietBuffersReleased { return max(timeout - services.settings.bufferLinger, 0.001) }
         return timeout

@@ -100,6 +100,29 @@ extension HTTP2Frontend {
         }
     }
 
+    /// Enforces `connectionResponseCap`: when the connection holds more response bytes than that, resets the
+    /// streams the client is not reading (bytes buffered, no send window), largest first, until what is left is at
+    /// most `connectionResponseHighWatermark`. Returns whether it reset any (their frames are still to be sent).
+    func capBufferedResponses() -> Bool {
+        var total = session.bufferedOutboundTotal
+        guard total > Self.connectionResponseCap else { return false }
+        let unread = streams.compactMap { id, stream -> (id: Int32, bytes: Int)? in
+            guard stream.response == .streaming, session.sendWindow(stream: id) == 0 else { return nil }
+            let bytes = session.bufferedOutboundBytes(stream: id)
+            return bytes > 0 ? (id, bytes) : nil
+        }
+        var reset = false
+        for (id, bytes) in unread.sorted(by: { $0.bytes > $1.bytes }) {
+            guard total > Self.connectionResponseHighWatermark else { break }
+            streams[id]?.response = .ended
+            try? session.resetStream(stream: id, error: .enhanceYourCalm)
+            tally.streamsOverBudget += 1
+            total -= bytes
+            reset = true
+        }
+        return reset
+    }
+
     /// A response the proxy makes itself for a stream no lane serves (421, 405), logged like any request.
     func answerLocally(stream id: Int32, status: Int, number: Int, head: HTTP2RequestHead, text: String) {
         let body = Array((text + "\n").utf8)

@@ -70,12 +70,22 @@ final class HTTP2Frontend {
     /// (see `updateResponsePauses`).
     static let connectionResponseHighWatermark = 4 << 20
     static let connectionResponseLowWatermark = 2 << 20
+    /// Response bytes all streams of the connection may hold together. Pausing at the high watermark stops new reads,
+    /// but what upstreams already had in flight still arrives (up to an HTTP/2 origin's 256 KiB stream window per
+    /// stream, one read from an HTTP/1.1 one): past this cap the streams the client is not reading are reset with
+    /// ENHANCE_YOUR_CALM, largest first, until the connection holds no more than the high watermark
+    /// (`capBufferedResponses`).
+    static let connectionResponseCap = 8 << 20
     /// Idle lanes kept for reuse; more are closed. As many as streams the client may open at once (our
     /// SETTINGS_MAX_CONCURRENT_STREAMS): with fewer, a client that keeps that many streams busy against an
     /// HTTP/1.1-only origin closed the surplus lanes after each stream and opened new upstream connections for
     /// the next ones (51 origin accepts per 1,000 requests at 4 × 32 streams in `Benchmarks/run`). An idle lane
     /// frees its buffers after 50 ms and hands its upstream to the pool after 1 s, so keeping it costs little.
     static let maximumIdleLanes = Int(HTTP2Configuration().maxConcurrentStreams)
+    /// Stream resets a client connection may see in its whole life, whoever sent them (the client's RST_STREAM,
+    /// ours, nghttp2's for a stream error); one more ends it with GOAWAY(ENHANCE_YOUR_CALM). The per-second limit is
+    /// `HTTP2Configuration.maxResetsPerSecond` (100), counted the same way.
+    static let maxResetsPerConnection = 1_000
 
     let session: HTTP2Session
     /// A leg to copy for every new lane (the connection's identity, answering in stream parts).
@@ -101,12 +111,54 @@ final class HTTP2Frontend {
     var failed = false
     var now = Date(timeIntervalSince1970: 0)
     var output = Output()
+    /// Streams reset or closed with an error somewhere in the batch of events being processed: a request whose
+    /// stream is among them is not started (see `process`).
+    var resetInBatch: Set<Int32> = []
+    /// The session failed somewhere in the batch being processed: no request of the batch is started.
+    var failsInBatch = false
+    /// The first `now` of the connection and the monotonic instant it stands for: the session's reset budget runs on
+    /// the driver's clock (`sessionInstant`), so a playbook at a fixed `now` is deterministic.
+    var clockOrigin: (date: Date, instant: ContinuousClock.Instant)?
+    /// What the connection did, for the line that explains a cut (`cutReport`).
+    var tally = Tally()
+    /// Why the session failed (a protocol error or a flood), once it has.
+    var failure: HTTP2SessionError?
+    /// The code of the GOAWAY we sent, once we have.
+    var goAwaySentCode: HTTP2ErrorCode?
+
+    /// Counts of what a client connection did, for `cutReport`.
+    struct Tally {
+        /// Request header blocks received.
+        var streams = 0
+        /// Requests handed to a lane (the ones that may reach an origin).
+        var started = 0
+        /// RST_STREAMs the client sent.
+        var resetsByClient = 0
+        /// RST_STREAMs the proxy sent (its own, or nghttp2's for a stream error).
+        var resetsByProxy = 0
+        /// Streams reset because the connection held more than `connectionResponseCap` of unread responses.
+        var streamsOverBudget = 0
+        /// Streams the proxy (or nghttp2) reset before any request started: malformed or oversized header
+        /// blocks, and streams reset in the read that opened them.
+        var refused = 0
+        /// Records of streams the client reset that were not logged one by one (`recordsSummarized`).
+        var recordsSummarized = 0
+    }
+
+    /// Client resets after which the records of further streams the client resets are only counted, for the one
+    /// line at the end of the connection (`closingReport`), instead of one record each.
+    static let resetsRecordedOneByOne = 20
+    /// Set while a stream the client reset is being closed past `resetsRecordedOneByOne`: its record is counted,
+    /// not logged.
+    var summarizingRecords = false
 
     /// A frontend for the intercepted tunnel of `parent`, whose TLS handshake just chose h2.
     init(parent: ProxySession) throws {
         var configuration = HTTP2Configuration()
         configuration.initialWindowSize = 65_535
         configuration.connectionWindowSize = 1 << 20
+        configuration.countsSentResets = true
+        configuration.maxResetsPerSession = Self.maxResetsPerConnection
         guard let tunnel = parent.role.tunnel else {
             preconditionFailure("HTTP2Frontend: the session is not inside an intercepted tunnel")
         }
@@ -136,7 +188,13 @@ final class HTTP2Frontend {
     /// Plaintext from the client.
     func receive(_ plain: [UInt8], now: Date) -> Output {
         step(now: now) { frontend in
-            frontend.process(frontend.session.receive(plain))
+            var events = frontend.session.receive(plain, now: frontend.sessionInstant(now))
+            // What nghttp2 queued while reading (its RST_STREAM for a stream error, a GOAWAY) goes out before any
+            // request of this input starts: a stream already reset, or a connection already cut, reaches no origin.
+            let bytes = frontend.session.takeOutbound()
+            if !bytes.isEmpty { frontend.output.toClient += bytes }
+            events += frontend.session.takeEvents()
+            frontend.process(events)
         }
     }
 
@@ -177,7 +235,45 @@ final class HTTP2Frontend {
         }
     }
 
+    /// One line on why the connection was cut for a protocol error or a flood, with what the client did; nil while
+    /// it has not been (a graceful GOAWAY, the client leaving, or an idle timeout is no cut).
+    var cutReport: String? {
+        guard let failure else { return nil }
+        let code = goAwaySentCode.map { "GOAWAY(\($0))" } ?? "no GOAWAY"
+        return "HTTP/2 connection cut with \(code): \(failure.message); \(tally.streams) streams, "
+            + "\(tally.started) requests started, \(tally.resetsByClient) streams reset by the client, "
+            + "\(tally.resetsByProxy) by the proxy"
+    }
+
+    /// The line for the end of the connection: `cutReport` when it was cut; else, when the client reset or the
+    /// proxy refused streams in numbers, how many and over what time (the records of the streams the client reset
+    /// beyond `resetsRecordedOneByOne` are only counted here); nil for an ordinary connection.
+    var closingReport: String? {
+        if let cutReport { return cutReport + summarizedSuffix }
+        guard tally.refused > 0 || tally.resetsByClient > Self.resetsRecordedOneByOne else { return nil }
+        let seconds = clockOrigin.map { max(now.timeIntervalSince($0.date), 0) } ?? 0
+        return "HTTP/2 connection ended after \(tally.streams) streams in \(String(format: "%.1f", seconds)) s: "
+            + "\(tally.resetsByClient) streams reset by the client, \(tally.refused) refused by the proxy before any "
+            + "request (malformed or oversized header block, or reset as they opened)" + summarizedSuffix
+    }
+
+    /// `; N records of streams reset by the client not logged one by one`, when there were such records.
+    private var summarizedSuffix: String {
+        tally.recordsSummarized == 0
+            ? "" : "; \(tally.recordsSummarized) records of streams reset by the client not logged one by one"
+    }
+
     // MARK: - Plumbing
+
+    /// `now` on the session's monotonic clock, counted from the connection's first `now`.
+    func sessionInstant(_ now: Date) -> ContinuousClock.Instant {
+        guard let clockOrigin else {
+            let instant = ContinuousClock.now
+            clockOrigin = (now, instant)
+            return instant
+        }
+        return clockOrigin.instant + .seconds(now.timeIntervalSince(clockOrigin.date))
+    }
 
     func step(now: Date, _ body: (HTTP2Frontend) -> Void) -> Output {
         self.now = now
@@ -207,9 +303,30 @@ final class HTTP2Frontend {
             process(events)
         }
         updateResponsePauses()
+        // Streams reset for holding too much: their RST_STREAMs go out and their lanes close now.
+        if capBufferedResponses() { pump() }
     }
 
+    /// Handles one batch of session events in order. Streams that the batch also resets (or a session it fails)
+    /// are noted first, so that their requests never start (MadeYouReset: a client that makes nghttp2 reset a
+    /// stream right after its HEADERS must not get a request to the origin for it).
     func process(_ events: [HTTP2Event]) {
+        resetInBatch.removeAll(keepingCapacity: true)
+        failsInBatch = false
+        for event in events {
+            switch event {
+            case .streamReset(let stream, _), .streamResetSent(let stream, _):
+                resetInBatch.insert(stream)
+            case .streamClosed(let stream, let error):
+                if error != .noError { resetInBatch.insert(stream) }
+            case .sessionFailed(let error):
+                failsInBatch = true
+                if failure == nil { failure = error }
+            case .headers, .data, .streamEnded, .goAway, .goAwaySent, .settings, .settingsAcknowledged,
+                .pingAcknowledged:
+                break
+            }
+        }
         var index = events.startIndex
         while index < events.endIndex {
             let event = events[index]
@@ -232,11 +349,21 @@ final class HTTP2Frontend {
                 requestData(stream: stream, bytes: bytes)
             case .streamEnded(let stream):
                 requestEnded(stream: stream)
-            case .streamReset(let stream, _), .streamResetSent(let stream, _):
+            case .streamReset(let stream, _):
+                tally.resetsByClient += 1
+                summarizingRecords = tally.resetsByClient > Self.resetsRecordedOneByOne
+                streamGone(stream, cleanly: false)
+                summarizingRecords = false
+            case .streamResetSent(let stream, _):
+                tally.resetsByProxy += 1
+                if streams[stream] == nil { tally.refused += 1 }
                 streamGone(stream, cleanly: false)
             case .streamClosed(let stream, let error):
                 streamGone(stream, cleanly: error == .noError)
-            case .goAway, .goAwaySent:
+            case .goAwaySent(_, let error):
+                goingAway = true
+                if goAwaySentCode == nil { goAwaySentCode = error }
+            case .goAway:
                 goingAway = true
             case .sessionFailed:
                 failed = true
@@ -250,6 +377,9 @@ final class HTTP2Frontend {
     // MARK: - Requests
 
     func requestHeaders(stream id: Int32, fields: [HTTP2Header], endStream: Bool) {
+        tally.streams += 1
+        // Reset or cut later in the same batch: nothing to start (its DATA is acknowledged and dropped).
+        if failsInBatch || resetInBatch.contains(id) { return }
         let head: HTTP2RequestHead
         do {
             head = try HTTP2Message.requestHead(fromH2: fields)
@@ -319,6 +449,7 @@ final class HTTP2Frontend {
         let request = ExchangeLeg.Request(
             head: h1, framing: framing, url: url, target: tunnel.target.withURL(url), number: number,
             clientKeepAlive: HTTP1ProxyHeaders.isKeepAlive(version: .http11, headers: headers), leftAlone: false)
+        tally.started += 1
         withLeg(lane) { leg in
             leg.start(request)
             if endStream { leg.requestEnd(trailers: nil) }
@@ -476,7 +607,11 @@ final class HTTP2Frontend {
             case .resumeClientReads:
                 setReadsPaused(lane: lane, false)
             case .log:
-                output.commands.append(command)
+                if summarizingRecords {
+                    tally.recordsSummarized += 1
+                } else {
+                    output.commands.append(command)
+                }
             case .pauseUpstreamReads, .resumeUpstreamReads, .stream:
                 break
             }

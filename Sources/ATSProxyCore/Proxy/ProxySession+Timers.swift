@@ -52,11 +52,18 @@ extension ProxySession {
                 leg.commands.append(.armTimer(seconds: services.settings.headerTimeout))
             }
         case .h2:
-            // Streams time out on their own legs; the connection's timer is the idle one.
-            headerTimerRunning = false
-            if h2?.hasServedStreams ?? false {
+            // Streams time out on their own legs; the connection's timer is the idle one, or the header timer while
+            // a header block is left open (HEADERS without END_HEADERS): CONTINUATIONs trickled in do not push it.
+            if h2?.session.isReceivingHeaderBlock ?? false {
+                if !headerTimerRunning {
+                    headerTimerRunning = true
+                    leg.commands.append(.armTimer(seconds: services.settings.headerTimeout))
+                }
+            } else if h2?.hasServedStreams ?? false {
+                headerTimerRunning = false
                 leg.commands.append(.cancelTimer)
             } else {
+                headerTimerRunning = false
                 leg.commands.append(.armTimer(seconds: services.settings.idleTimeout))
             }
         case .closed:

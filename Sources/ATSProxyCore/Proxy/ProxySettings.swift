@@ -54,6 +54,9 @@ public struct ProxySettings: Sendable {
     /// Seconds an exchange may go without any progress from either side (a stalled origin
     /// handshake or response, or a client that stops sending its body).
     public var exchangeTimeout: Double = 60
+    /// Seconds an upstream TLS handshake may go without progress once its TCP connection is open (`--connect-timeout`,
+    /// which times the TCP connect in the driver as well): a silent TLS server fails with -1001 after it.
+    public var connectTimeout: Double = 15
     /// host:port pairs that address the proxy itself (requests to them are never proxied). A
     /// shared book, completed with the real ports once the listeners are bound.
     public var selfAuthorities = AuthorityBook()

@@ -37,6 +37,11 @@ hostile NAME (raw frames with hyperframe/hpack after the preface and SETTINGS ex
                           (prints {"event": "stalled"}, then holds the connection --hold seconds,
                           default 3, or until the --release file exists)
   ping                    PING with opaque data "ats-ping"
+  made-you-reset          --count x (HEADERS GET /bytes?n=1000000&made-you-reset=1 + a WINDOW_UPDATE that
+                          overflows the stream's window, so the server must reset it), one stream per write
+  ping-flood-no-read      PINGs (or, with --frame settings, empty SETTINGS) 100 per write, 2 ms apart, for --hold seconds,
+                          never reading after the SETTINGS exchange; prints {"event": "blocked"} when a write
+                          first stalls (then only watches); "closed" once the TCP state leaves ESTABLISHED
 hostile summary: {"goaways": [[code, last]], "resets": [[stream, code]], "statuses": {stream: status},
 "data": {stream: bytes}, "ended": [streams], "closed", "server_settings", "ping_acks": [hex]}.
 """
@@ -104,6 +109,18 @@ def open_connection(args):
     tls = context.wrap_socket(sock, server_hostname=args.sni or host)
     emit(event="connected", alpn=tls.selected_alpn_protocol(), tls=tls.version())
     return tls
+
+
+TCP_STATES = {1: "ESTABLISHED", 4: "FIN_WAIT1", 5: "FIN_WAIT2", 6: "TIME_WAIT", 7: "CLOSE", 8: "CLOSE_WAIT"}
+
+
+def tcp_state(sock):
+    """The kernel's TCP state of `sock` (TCP_INFO), without reading from it; None if unknown."""
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)
+    except OSError:
+        return None
+    return TCP_STATES.get(info[0], str(info[0]))
 
 
 def readable(tls, timeout):
@@ -548,6 +565,55 @@ def hostile(tls, args):
         # No WINDOW_UPDATE ever: whatever the server buffers for stream 1 must not stall anyone else.
         # Held until --hold runs out or the test creates the --release file.
         raw.read(args.hold, lambda: args.release is not None and os.path.exists(args.release))
+    elif name == "made-you-reset":
+        raw.start()
+        raw.read(2, lambda: raw.settings_acked)
+        block = raw.request_block("/bytes?n=1000000&made-you-reset=1")
+        for i in range(args.count):
+            stream = 2 * i + 1
+            raw.send(raw.headers_frames(stream, block)
+                     + frames.WindowUpdateFrame(stream, window_increment=0x7FFFFFFF).serialize())
+            if i % 20 == 19:
+                raw.read(0.001)
+            if raw.closed or raw.goaways:
+                break
+        emit(event="sent", streams=i + 1)
+        raw.read(args.hold, lambda: raw.goaways and raw.closed)
+    elif name == "ping-flood-no-read":
+        raw.start()
+        raw.read(2, lambda: raw.settings_acked)
+        if args.frame == "settings":
+            frame = frames.SettingsFrame(0).serialize()
+        else:
+            frame = frames.PingFrame(0, opaque_data=b"floodpng").serialize()
+        batch = frame * 100
+        # A small receive buffer, and writes paced so that a read rarely holds 1,000 frames (nghttp2's own guard):
+        # the proxy's queue, not the kernel's buffers, is what fills.
+        tls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        tls.settimeout(1)
+        sent = 0
+        blocked = False
+        state = None
+        deadline = time.monotonic() + args.hold
+        while time.monotonic() < deadline and not blocked:
+            try:
+                tls.sendall(batch)
+                sent += 100
+                time.sleep(0.002)
+            except (socket.timeout, ssl.SSLWantWriteError):
+                # A TLS write cannot be retried with other bytes: from here on only watch the connection.
+                blocked = True
+                emit(event="blocked", frames=sent)
+            except (ssl.SSLError, OSError) as error:
+                emit(event="send-failed", error=str(error), frames=sent)
+                break
+        while time.monotonic() < deadline:
+            state = tcp_state(tls)
+            if state not in ("ESTABLISHED", None):
+                raw.closed = True
+                break
+            time.sleep(0.1)
+        emit(event="flooded", frames=sent, blocked=blocked, tcp_state=state)
     elif name == "ping":
         raw.start()
         raw.send(frames.PingFrame(0, opaque_data=b"ats-ping").serialize())
@@ -578,6 +644,8 @@ def main():
     bad.add_argument("name")
     bad.add_argument("--hold", type=float, default=3, help="seconds to wait for the server's reaction")
     bad.add_argument("--release", help="zero-window: stop holding once this file exists")
+    bad.add_argument("--count", type=int, default=1000, help="made-you-reset: how many streams")
+    bad.add_argument("--frame", default="ping", choices=["ping", "settings"], help="ping-flood-no-read: what")
     args = parser.parse_args()
     started = time.monotonic()
     tls = open_connection(args)
