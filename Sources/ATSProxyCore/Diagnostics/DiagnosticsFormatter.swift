@@ -73,7 +73,8 @@ public struct DiagnosticsFormatter: Sendable {
         )
         let retry =
             record.retriedOnNewConnection == true ? " (sent again on another connection)" : ""
-        lines.append("ats-proxy: \(record.method) \(record.url) → \(explanationLine(record))\(retry)")
+        let route = record.route?.textLogSuffix ?? ""
+        lines.append("ats-proxy: \(record.method) \(record.url)\(route) → \(explanationLine(record))\(retry)")
         if let pinning = record.appTrust?.pinning { lines.append(Self.pinningLine(pinning, host: record.host)) }
         return lines
     }

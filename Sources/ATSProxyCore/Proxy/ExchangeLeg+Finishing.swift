@@ -64,7 +64,8 @@ extension ExchangeLeg {
             timings: services.settings.detailedRecords ? exchange.timings.record(since: exchange.start) : nil,
             bodies: exchange.bodies.record,
             // Only a request that went upstream has a server (a blocked or local one may follow one that did).
-            serverAddress: exchange.upstreamKey == nil ? nil : upstreamAddress, appTrust: exchange.appTrust)
+            serverAddress: exchange.upstreamKey == nil ? nil : upstreamAddress, appTrust: exchange.appTrust,
+            route: route)
         commands.append(.log(record))
     }
 
