@@ -49,7 +49,7 @@ import Testing
             for error in errors:
                 print("/".join(str(p) for p in error.path), error.message)
             routes = sorted(r for host in document["hosts"] for r in host["routes"])
-            print("routes", routes)
+            print("routes", json.dumps(routes))
             document["hosts"][0]["routes"] = ["SOCKS9"]
             rejected = len(list(validator.iter_errors(document)))
             sys.exit(1 if errors or rejected != 1 else 0)
