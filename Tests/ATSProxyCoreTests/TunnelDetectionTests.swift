@@ -86,6 +86,25 @@ import Testing
         #expect(sniffer.held.isEmpty)
     }
 
+    // MARK: - The route in the text log
+
+    /// The byte path of the text log (a completed request at level 1) and the text path name the route alike: only
+    /// the routes the URL's scheme does not already tell.
+    @Test(arguments: ProxyRoute.allCases)
+    func theTextLogNamesTheRouteOnBothPaths(route: ProxyRoute) {
+        let record = DiagnosticsFormatterBytesTests.record().updating { $0.route = route }
+        DiagnosticsFormatterBytesTests().bytesMatchText(record: record)
+        var formatter = DiagnosticsFormatter(level: .summary)
+        var bytes: [UInt8] = []
+        formatter.appendText(record, to: &bytes)
+        let line = String(decoding: bytes, as: UTF8.self)
+        let named = line.contains("https://api.example.com/v1?q=é [via \(route.rawValue)] → 200")
+        switch route {
+        case .absoluteForm, .connectTLS: #expect(!named && line.contains("v1?q=é → 200"), "\(line)")
+        case .connect, .connectHTTP, .connectH2C, .connectRaw: #expect(named, "\(line)")
+        }
+    }
+
     // MARK: - The session
 
     /// An exception for `allowed.test` (cleartext allowed); everything else blocks cleartext.
