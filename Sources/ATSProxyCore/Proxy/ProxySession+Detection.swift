@@ -25,12 +25,12 @@ struct TunnelDetection {
 }
 
 /// Protocol detection after CONNECT: the client's first bytes (within `--idle-timeout`, and what tells the protocol
-/// within `--header-timeout` of the first) decide what the tunnel
-/// carries. TLS is intercepted with a minted leaf (a client that then refuses it is the "does not trust the proxy
-/// CA" case); HTTP/1.x is read by the session's own parser as cleartext `http://` loads, each decided by the
-/// policy like an absolute-form one; HTTP/2 with prior knowledge goes to `HTTP2Frontend` the same way; anything
-/// else is refused, or relayed raw when `--tunnel-unknown relay` is set and the policy allows cleartext to the
-/// host. Every tunnel that carries no request is recorded with what was seen.
+/// within `--header-timeout` of the first) decide what the tunnel carries. TLS is intercepted with a minted leaf (a
+/// client that then refuses it is the "does not trust the proxy CA" case); HTTP/1.x is read by the session's own
+/// parser as cleartext `http://` loads, each decided by the policy like an absolute-form one; HTTP/2 with prior
+/// knowledge goes to `HTTP2Frontend` the same way; anything else is refused, or relayed raw when
+/// `--tunnel-unknown relay` is set and the policy allows cleartext to the host. Every tunnel that carries no
+/// request is recorded with what was seen.
 extension ProxySession {
     /// Bytes from a client whose protocol is not known yet.
     mutating func detectTunnelProtocol(_ bytes: [UInt8]) {
@@ -94,7 +94,7 @@ extension ProxySession {
         guard let tunnel = detection.cleartextTunnel() else { return close() }
         leg.route = .connectRaw
         let (decision, policy) = leg.decide(tunnel.target, source: detection.source)
-        var allowed = false
+        let allowed: Bool
         switch decision.outcome {
         case .cleartextAllowed: allowed = true
         case .cleartextBlocked, .https: allowed = false
