@@ -166,6 +166,26 @@ import Testing
         #expect(S.text(S.upstreamWrites(second)).hasPrefix("GET /b HTTP/1.1\r\n"))
     }
 
+    @Test func requestsPipelinedWithTheCONNECTAreDecidedInOrder() throws {
+        let harness = try Harness(ats: Self.allowing)
+        // The CONNECT and two requests for the allowed origin, all in one segment.
+        let commands = harness.send(
+            "CONNECT allowed.test:8080 HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n"
+                + "GET /one HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\nGET /two HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n"
+        )
+        #expect(S.text(S.clientWrites(commands)) == "HTTP/1.1 200 Connection established\r\n\r\n")
+        #expect(S.connects(commands) == ["allowed.test:8080"])
+        let first = S.text(S.upstreamWrites(harness.send(.upstreamConnected)))
+        #expect(first.hasPrefix("GET /one HTTP/1.1\r\n") && !first.contains("/two"), "\(first)")
+        let answer = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1".utf8)))
+        #expect(S.records(answer).map(\.url) == ["http://allowed.test:8080/one"])
+        #expect(S.text(S.upstreamWrites(answer)).hasPrefix("GET /two HTTP/1.1\r\n"), "the second follows the first")
+        let second = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n2".utf8)))
+        #expect(S.records(second).map(\.url) == ["http://allowed.test:8080/two"])
+        #expect(S.records(second).map(\.route) == [.connectHTTP])
+        #expect(S.text(S.clientWrites(answer) + S.clientWrites(second)).hasSuffix("\r\n\r\n2"))
+    }
+
     @Test func aHostNamingAnotherAuthorityInsideACleartextTunnelGets421() throws {
         let harness = try Harness(ats: Self.allowing)
         _ = Self.connect(harness, "allowed.test:80")
