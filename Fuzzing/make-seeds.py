@@ -189,7 +189,8 @@ def session_seeds():
         return bytes([kind, len(data)]) + data
 
     get, head, chunked_post, expect, body4, upgrade, blocked, onboarding, itself, allowed, http10, connect, \
-        half_post, pipelined, self_absolute, ntlm = range(16)
+        half_post, pipelined, self_absolute, ntlm, tunnel_http, tunnel_blocked, tunnel_misdirected, tunnel_h2c, \
+        tunnel_tls, tunnel_ssh = range(22)
     ok, chunked, cont, switching, no_content, not_modified, until_close, early_hints, short, unauthorized, \
         old, garbage = range(12)
     seeds = {
@@ -221,6 +222,14 @@ def session_seeds():
         "garbage-response": [ev(CANNED_REQUEST, get), ev(CONNECTED), ev(CANNED_RESPONSE, garbage)],
         "partial-head-timeout": [payload(CLIENT_BYTES, "GET http://localhost/ HTTP/1.1\r\nHo"), ev(TIMER)],
         "client-gone": [ev(CANNED_REQUEST, get), ev(CONNECTED), ev(CLIENT_GONE)],
+        "tunnel-http": [ev(CANNED_REQUEST, tunnel_http), ev(CONNECTED), ev(CANNED_RESPONSE, ok),
+                        ev(CANNED_REQUEST, tunnel_blocked)],
+        "tunnel-blocked": [ev(CANNED_REQUEST, tunnel_blocked), ev(CLIENT_EOF)],
+        "tunnel-misdirected": [ev(CANNED_REQUEST, tunnel_misdirected)],
+        "tunnel-h2c": [ev(CANNED_REQUEST, tunnel_h2c), payload(CLIENT_BYTES, bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))],
+        "tunnel-tls-split": [ev(CANNED_REQUEST, tunnel_tls), payload(CLIENT_BYTES, b"\x05\x01"), ev(TIMER)],
+        "tunnel-silent": [payload(CLIENT_BYTES, "CONNECT allowed.test:80 HTTP/1.1\r\n\r\n"), ev(TIMER)],
+        "tunnel-unknown": [ev(CANNED_REQUEST, tunnel_ssh)],
     }
     for label, events in seeds.items():
         yield "cfg0-" + label, bytes([0]) + b"".join(events)
@@ -233,6 +242,8 @@ def session_seeds():
         ev(CONNECTED)])
     yield "cfg3-ignored-host", bytes([3]) + ev(CANNED_REQUEST, blocked) + ev(CONNECTED) + ev(CANNED_RESPONSE, ok)
     yield "cfg4-allow-hosts", bytes([4]) + ev(CANNED_REQUEST, blocked) + ev(CANNED_REQUEST, get) + ev(CONNECTED)
+    yield "cfg5-tunnel-relay", bytes([5]) + ev(CANNED_REQUEST, tunnel_ssh) + ev(CONNECTED) + \
+        payload(UPSTREAM_BYTES, "SSH-2.0-y\r\n") + ev(UPSTREAM_EOF)
     yield "cfg5-no-linger", bytes([5]) + ev(CANNED_REQUEST, chunked_post) + ev(CONNECTED) + \
         ev(CANNED_RESPONSE, chunked) + ev(TIMER) + ev(CANNED_REQUEST, get) + ev(REUSED, 0)
 

@@ -28,8 +28,10 @@ struct ObservedLoad: Sendable, Hashable {
         rule = record.rule
         fix = record.fix
         cipher = record.tls?["cipher"]
+        // A raw tunnel (neither TLS nor HTTP inside a CONNECT) is no cleartext load: ATS does not govern it.
         var needs = HostNeeds(
-            cleartext: target.scheme == .http, minimumTLSVersion: nil, forwardSecrecyWaiver: false, assumptions: [],
+            cleartext: target.scheme == .http && record.route != .connectRaw, minimumTLSVersion: nil,
+            forwardSecrecyWaiver: false, assumptions: [],
             unfixable: [])
         var version = record.tls?["version"].flatMap(TLSProtocolVersion.init(plistString:))
         if target.scheme == .https {

@@ -107,7 +107,7 @@ enum ReportHTMLWriter {
         var html = "<article class=\"host \(tone)\">\n"
         html += "<h3><span class=\"badge \(tone)\">\(label)</span> \(e(host.host))</h3>\n"
         html +=
-            "<p class=\"counts\">\(host.requests) request\(host.requests == 1 ? "" : "s") · \(host.allowed) allowed · \(host.blocked) blocked · \(host.failed) failed · \(host.reported) reported · \(e(host.schemes.joined(separator: ", "))) · \(e(host.sources.joined(separator: ", ")))</p>\n"
+            "<p class=\"counts\">\(host.requests) request\(host.requests == 1 ? "" : "s") · \(host.allowed) allowed · \(host.blocked) blocked · \(host.failed) failed · \(host.reported) reported · \(e(host.schemes.joined(separator: ", "))) · \(e(host.sources.joined(separator: ", ")))\(host.routes.isEmpty ? "" : " · via " + e(host.routes.joined(separator: ", ")))</p>\n"
         if let rule = host.failedRule, !rule.isEmpty {
             html += "<p><b>Rule:</b> \(e(rule))</p>\n"
         }
@@ -118,7 +118,7 @@ enum ReportHTMLWriter {
         for verdict in host.verdicts {
             let (_, verdictTone) = statusLabel(verdict.kind)
             html +=
-                "<tr class=\"\(verdictTone)\"><td data-h=\"Outcome\">\(e(verdict.result))</td><td data-h=\"Code\"><code>\(e(verdict.code ?? "—"))</code></td><td data-h=\"Count\">\(verdict.count)</td><td data-h=\"Rule\">\(e(verdict.rule.isEmpty ? "—" : verdict.rule))<br><span class=\"small\">\(e(verdict.exampleURL))</span></td></tr>\n"
+                "<tr class=\"\(verdictTone)\"><td data-h=\"Outcome\">\(e(verdict.result))</td><td data-h=\"Code\"><code>\(e(verdict.code ?? "—"))</code></td><td data-h=\"Count\">\(verdict.count)</td><td data-h=\"Rule\">\(e(verdict.rule.isEmpty ? "—" : verdict.rule))<br><span class=\"small\">\(e(verdict.exampleURL))\(verdict.exampleRoute.map { " (" + e($0) + ")" } ?? "")</span></td></tr>\n"
         }
         html += "</tbody>\n</table>\n"
         if !host.tls.isEmpty {

@@ -40,7 +40,7 @@ enum ReportJUnitWriter {
             let summary = bad.map { verdict in
                 var text = "\(verdict.code ?? verdict.result) × \(verdict.count): \(verdict.rule)"
                 if let fix = verdict.fix { text += "\n  fix: \(fix)" }
-                text += "\n  e.g. \(verdict.exampleURL)"
+                text += "\n  e.g. \(verdict.exampleURL)" + (verdict.exampleRoute.map { " (\($0))" } ?? "")
                 return text
             }.joined(separator: "\n")
             let codes = Array(Set(bad.compactMap(\.code))).sorted().joined(separator: ", ")

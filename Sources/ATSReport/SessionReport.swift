@@ -418,6 +418,7 @@ extension SessionReport {
         var durationMilliseconds = 0.0
         var schemes: [String] = []
         var sources: [String] = []
+        var routes: [String] = []
         var loads: [String: ObservedLoad] = [:]
         var loadOrder: [String] = []
         /// Distinct verdicts in the order first seen, and where each key sits in that list.
@@ -452,6 +453,7 @@ extension SessionReport {
                 }
             }
             if !sources.contains(record.source.rawValue) { sources.append(record.source.rawValue) }
+            if let route = record.route?.rawValue, !routes.contains(route) { routes.append(route) }
             let code = ObservedLoad.code(of: record)
             let verdictKey = "\(record.result.rawValue)|\(code ?? "")|\(record.rule)"
             var verdict = verdictIndex[verdictKey]
@@ -459,7 +461,7 @@ extension SessionReport {
                 verdicts.append(
                     VerdictSummary(
                         result: record.result.rawValue, code: code, kind: kind, count: 0, rule: record.rule,
-                        fix: record.fix, exampleURL: record.url))
+                        fix: record.fix, exampleURL: record.url, exampleRoute: record.route?.rawValue))
                 verdict = verdicts.count - 1
                 verdictIndex[verdictKey] = verdict
             }
@@ -543,8 +545,9 @@ extension SessionReport {
                 host: host, status: status, requests: requests, allowed: allowed, blocked: blocked, failed: failed,
                 reported: reported, violations: violations, bytesFromClient: bytesFromClient,
                 bytesToClient: bytesToClient,
-                durationMilliseconds: durationMilliseconds, schemes: schemeOrder, sources: sources, verdicts: ordered,
-                tls: tls, failedRule: worst?.rule, fix: worst?.fix, needs: needs, systemServices: systemServices)
+                durationMilliseconds: durationMilliseconds, schemes: schemeOrder, sources: sources, routes: routes,
+                verdicts: ordered, tls: tls, failedRule: worst?.rule, fix: worst?.fix, needs: needs,
+                systemServices: systemServices)
         }
     }
 }
@@ -563,6 +566,7 @@ extension SessionReport {
         let rule: String
         let fix: String?
         let tls: [String: String]?
+        let route: ProxyRoute?
 
         init(_ record: RequestRecord) {
             url = record.url
@@ -574,6 +578,7 @@ extension SessionReport {
             rule = record.rule
             fix = record.fix
             tls = record.tls
+            route = record.route
         }
     }
 

@@ -135,6 +135,9 @@ public struct HostReport: Sendable, Codable, Equatable {
     public var schemes: [String]
     /// `urlsession`, `webkit`, `media`, as seen.
     public var sources: [String]
+    /// How the host's loads reached the proxy (`ProxyRoute` raw values: `absolute-form`, `CONNECT+TLS`,
+    /// `CONNECT+HTTP`, …), as first seen.
+    public var routes: [String] = []
     /// Distinct outcomes with their codes, worst first.
     public var verdicts: [VerdictSummary]
     /// Distinct negotiated TLS parameter sets.
@@ -162,6 +165,8 @@ public struct VerdictSummary: Sendable, Codable, Equatable {
     public var rule: String
     public var fix: String?
     public var exampleURL: String
+    /// The route the example load took (`ProxyRoute` raw value), when its record names one.
+    public var exampleRoute: String?
 }
 
 /// One distinct set of negotiated TLS facts.

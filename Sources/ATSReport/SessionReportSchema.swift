@@ -139,6 +139,7 @@ public enum SessionReportSchema {
             "boolSetting": { "enum": ["absent", "YES", "NO"] },
             "tlsVersion": { "enum": ["TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"] },
             "status": { "enum": ["violation", "client-untrusted-ca", "trust-failure", "transport-failure", "ok"] },
+            "route": { "enum": ["absolute-form", "CONNECT", "CONNECT+TLS", "CONNECT+HTTP", "CONNECT+h2c", "CONNECT+raw"] },
             "appTrustHost": {
               "type": "object", "additionalProperties": false,
               "required": ["host", "status", "challenges", "challengePasses", "challengeFindings"],
@@ -199,7 +200,7 @@ public enum SessionReportSchema {
               "type": "object", "additionalProperties": false,
               "required": ["host", "status", "requests", "allowed", "blocked", "failed", "reported", "violations",
                            "bytesFromClient", "bytesToClient", "durationMilliseconds", "schemes", "sources",
-                           "verdicts", "tls", "needs"],
+                           "routes", "verdicts", "tls", "needs"],
               "properties": {
                 "host": { "type": "string", "minLength": 1 },
                 "status": { "$ref": "#/$defs/status" },
@@ -210,6 +211,7 @@ public enum SessionReportSchema {
                 "durationMilliseconds": { "type": "number", "minimum": 0 },
                 "schemes": { "type": "array", "items": { "enum": ["http", "https"] } },
                 "sources": { "type": "array", "items": { "enum": ["urlsession", "webkit", "media"] } },
+                "routes": { "type": "array", "items": { "$ref": "#/$defs/route" } },
                 "verdicts": {
                   "type": "array",
                   "items": {
@@ -223,7 +225,7 @@ public enum SessionReportSchema {
                       "kind": { "$ref": "#/$defs/status" },
                       "count": { "type": "integer", "minimum": 1 },
                       "rule": { "type": "string" }, "fix": { "type": "string" },
-                      "exampleURL": { "type": "string" }
+                      "exampleURL": { "type": "string" }, "exampleRoute": { "$ref": "#/$defs/route" }
                     }
                   }
                 },

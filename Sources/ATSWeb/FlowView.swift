@@ -14,6 +14,8 @@ struct FlowView: Encodable {
     var url: String
     var host: String
     var proto: String
+    /// How the load reached the proxy (`ProxyRoute` raw value), when its record names one.
+    var route: String?
     var status: Int?
     var outcome: String
     var code: String?
@@ -42,6 +44,7 @@ struct FlowView: Encodable {
         url = record.url
         host = record.host
         proto = record.httpProtocol
+        route = record.route?.rawValue
         status = record.status
         outcome = FlowOutcome(record).rawValue
         code = FlowOutcome.code(of: record)

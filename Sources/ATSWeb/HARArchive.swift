@@ -49,6 +49,8 @@ public struct HARArchive: Sendable, Codable, Equatable {
         public var _atsSource: String
         /// The console lines a device would log for this load.
         public var _atsConsole: [String]?
+        /// How the load reached the proxy: `absolute-form`, `CONNECT+TLS`, `CONNECT+HTTP`, … (`ProxyRoute`).
+        public var _atsRoute: String? = nil
     }
 
     /// The request half.

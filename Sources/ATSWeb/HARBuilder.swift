@@ -68,7 +68,8 @@ public struct HARBuilder: Sendable {
             comment: nil,
             _atsOutcome: FlowOutcome(record).rawValue, _atsCode: FlowOutcome.code(of: record), _atsRule: record.rule,
             _atsRuleChain: record.ruleChain, _atsFix: record.fix, _tls: record.tls,
-            _atsSource: record.source.rawValue, _atsConsole: record.consoleLines.isEmpty ? nil : record.consoleLines)
+            _atsSource: record.source.rawValue, _atsConsole: record.consoleLines.isEmpty ? nil : record.consoleLines,
+            _atsRoute: record.route?.rawValue)
     }
 
     /// The value of the first header field `name` (lower-case).

@@ -102,7 +102,7 @@ enum WebPage {
         const tr=el("tr","flow o-"+o.outcome);tr.dataset.id=o.id;tr.dataset.outcome=o.outcome;tr.dataset.code=o.code||"";tr.dataset.host=o.host;
         tr.append(el("td","",fmtTime(o.time)),el("td","wide",o.source),el("td","",o.method));
         const u=el("td","url",o.url);u.title=o.url;tr.append(u);
-        tr.append(el("td","wide",o.proto),el("td","num",o.status||"—"),el("td","badge",o.outcome),el("td","",o.code||""),
+        tr.append(el("td","wide",o.proto+(o.route&&o.route!=="absolute-form"&&o.route!=="CONNECT+TLS"?" · "+o.route:"")),el("td","num",o.status||"—"),el("td","badge",o.outcome),el("td","",o.code||""),
         el("td","num wide",o.ms),el("td","num wide",fmtBytes(o.up)),el("td","num wide",fmtBytes(o.down)));
         tr.hidden=!matches(o);tr.addEventListener("click",()=>select(o.id));return tr;}
         function add(o){
@@ -122,7 +122,7 @@ enum WebPage {
         const r=rows.querySelector('tr[data-id="'+o.id+'"]');if(r)r.classList.add("sel");
         detail.textContent="";detail.className="o-"+o.outcome;
         const t=el("h2","",o.method+" "+o.url);t.style.wordBreak="break-all";detail.append(t);
-        detail.append(kv([["outcome",o.outcome+(o.code?" ("+o.code+")":"")],["status",o.status||"no response"],["protocol",o.proto],["source",o.source],["client",o.client],["task",o.task],["ATS in force",o.atsRequired?"yes":"no"]]));
+        detail.append(kv([["outcome",o.outcome+(o.code?" ("+o.code+")":"")],["status",o.status||"no response"],["protocol",o.proto],["route",o.route||"—"],["source",o.source],["client",o.client],["task",o.task],["ATS in force",o.atsRequired?"yes":"no"]]));
         const rule=el("div","rule",o.rule);rule.id="d-rule";section(o.outcome.startsWith("challenge-")?"Challenge (--challenge)":o.outcome==="allowed"||o.outcome==="ignored"?"Decision":"Failing requirement",rule);
         const chain=el("pre","",o.ruleChain.length?o.ruleChain.map((k,i)=>(i?"↳ ":"")+k).join("\n"):"(no rule chain)");chain.id="d-chain";section("Rule chain (most specific first)",chain);
         if(o.fix){const fx=el("div","fix",o.fix);fx.id="d-fix";section("Smallest Info.plist fix",fx);}

@@ -42,6 +42,13 @@ struct ProxyOptions: ParsableArguments {
     @Option(name: .long, help: "block (403 with -1022) or upgrade (fetch the https:// URL instead).")
     var cleartext: CleartextHandling = .block
 
+    @Option(
+        name: .long,
+        help:
+            "refuse or relay: what a CONNECT tunnel gets whose client speaks neither TLS nor HTTP inside (relayed raw only when ATS allows cleartext to the host; recorded either way)."
+    )
+    var tunnelUnknown: TunnelUnknownHandling = .refuse
+
     @Option(name: .long, help: "Request source: auto (from User-Agent), urlsession, webkit or media.")
     var source: String = "auto"
 
@@ -318,6 +325,7 @@ struct ProxyOptions: ParsableArguments {
         var settings = ProxySettings()
         settings.mode = mode
         settings.cleartext = cleartext
+        settings.tunnelUnknown = tunnelUnknown
         settings.source = source == "auto" ? .auto : .fixed(RequestSource(rawValue: source) ?? .urlsession)
         settings.passthroughHosts = passthrough
         settings.passthroughPinnedDomains = !interceptPinned
@@ -603,6 +611,7 @@ extension UpstreamProxy: ExpressibleByArgument {
 }
 extension EventLoopBackend: ExpressibleByArgument {}
 extension CleartextHandling: ExpressibleByArgument {}
+extension TunnelUnknownHandling: ExpressibleByArgument {}
 extension ProxyLogSink.Format: ExpressibleByArgument {}
 
 /// What happened to the CA at start, for the banner.

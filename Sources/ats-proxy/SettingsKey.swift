@@ -78,6 +78,7 @@ struct SettingsKey: Sendable {
         .init("max-connections", .proxy, \.maxConnections),
         .init("mode", .proxy, \.mode),
         .init("cleartext", .proxy, \.cleartext),
+        .init("tunnel-unknown", .proxy, \.tunnelUnknown),
         .init("source", .proxy, \.source),
         .init("upgrade-port", .proxy, \.upgradePort),
         .init("passthrough", .proxy, \.passthrough),

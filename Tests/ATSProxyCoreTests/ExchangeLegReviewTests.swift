@@ -68,7 +68,8 @@ import Testing
         let harness = try Self.challengedHarness()
         var commands = harness.send(
             "CONNECT \(Self.challengedHost):443 HTTP/1.1\r\nHost: \(Self.challengedHost):443\r\n\r\n")
-        commands += harness.send(.clientBytes(Array("not a ClientHello at all\r\n\r\n".utf8)))
+        // A TLS record that is no ClientHello (bytes that are not TLS at all never reach the challenge).
+        commands += harness.send(.clientBytes(ProxySessionFuzzRegressionTests.brokenHandshakeRecord))
         commands += harness.send(.clientGone)
         let records = Self.challengeRecords(commands)
         #expect(records.map(\.result) == [.challengeRefused], "\(records)")

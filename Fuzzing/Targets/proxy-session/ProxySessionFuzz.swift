@@ -46,7 +46,8 @@ enum ProxySessionFuzz {
 
     /// The configurations: 0 enforce with the onboarding site and a self address; 1 report mode; 2 cleartext
     /// upgraded to https (pooled HTTP/2 channels become reachable); 3 `--ignore-hosts example.com`;
-    /// 4 `--allow-hosts localhost`; 5 no linger, detailed records, captured bodies, a passthrough host.
+    /// 4 `--allow-hosts localhost`; 5 no linger, detailed records, captured bodies, a passthrough host, raw relay of
+    /// tunnels that are neither TLS nor HTTP (`--tunnel-unknown relay`).
     static let configurations: [ProxyServices] = (0..<6).map { index in
         var settings = ProxySettings()
         settings.selfAuthorities = ["127.0.0.1:8080"]
@@ -62,6 +63,7 @@ enum ProxySessionFuzz {
                 settings.detailedRecords = true
                 settings.captureBodyLimit = 16
                 settings.passthroughHosts = [".pass.test"]
+                settings.tunnelUnknown = .relay
             default: break
             }
             let evaluator = ATSEvaluator(
@@ -102,6 +104,14 @@ enum ProxySessionFuzz {
             + "Host: localhost:8000\r\n\r\n",
         "GET http://127.0.0.1:8080/ HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n",
         "GET http://localhost:8000/auth HTTP/1.1\r\nHost: localhost:8000\r\nAuthorization: NTLM abc\r\n\r\n",
+        // Protocol detection after CONNECT (`TunnelSniffer`): cleartext HTTP allowed and blocked, a misdirected
+        // Host, h2 prior knowledge, the start of a TLS hello, and neither.
+        "CONNECT allowed.test:80 HTTP/1.1\r\n\r\nGET /in HTTP/1.1\r\nHost: allowed.test\r\n\r\n",
+        "CONNECT example.com:8081 HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nHost: example.com:8081\r\n\r\n",
+        "CONNECT allowed.test:80 HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nHost: other.test\r\n\r\n",
+        "CONNECT allowed.test:80 HTTP/1.1\r\n\r\nPRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+        "CONNECT example.com:443 HTTP/1.1\r\n\r\n\u{16}\u{03}\u{01}\u{00}",
+        "CONNECT allowed.test:22 HTTP/1.1\r\n\r\nSSH-2.0-x\r\n",
     ]
 
     /// Origin answers an event may deliver whole.

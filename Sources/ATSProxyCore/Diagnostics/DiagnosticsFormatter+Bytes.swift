@@ -47,6 +47,7 @@ extension DiagnosticsFormatter {
         output.append(contentsOf: fields.method.utf8)
         output.append(UInt8(ascii: " "))
         output.append(contentsOf: fields.url.utf8)
+        if let route = fields.route { output.append(contentsOf: route.textLogSuffix.utf8) }
         output.append(contentsOf: " → ".utf8)
         if let status = fields.status {
             Self.appendDecimal(status, to: &output)

@@ -74,8 +74,10 @@ public struct DiagnosticsFormatter: Sendable {
         )
         let retry =
             record.retriedOnNewConnection == true ? " (sent again on another connection)" : ""
+        let route = record.route?.textLogSuffix ?? ""
         lines.append(
-            "ats-proxy: \(record.method) \(record.url) → \(explanationLine(record))\(retry)\(Self.tlsSuffix(record))")
+            "ats-proxy: \(record.method) \(record.url)\(route) → \(explanationLine(record))\(retry)\(Self.tlsSuffix(record))"
+        )
         if let pinning = record.appTrust?.pinning { lines.append(Self.pinningLine(pinning, host: record.host)) }
         if let systemServices = record.systemServices {
             lines.append("ats-proxy: system services for \(record.host): \(systemServices.line)")

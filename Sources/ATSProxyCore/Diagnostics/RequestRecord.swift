@@ -81,6 +81,9 @@ public struct RequestRecord: Sendable, Codable {
         /// `--system-services-hosts`: the iOS/macOS 27 system-services verdict for this host's server, apart
         /// from (never changing) the app's ATS result; nil for other hosts.
         public var systemServices: SystemServicesVerdict?
+        /// How the load reached the proxy (`absolute-form`, `CONNECT+TLS`, `CONNECT+HTTP`, …); nil only in records
+        /// read from logs written before routes were recorded.
+        public var route: ProxyRoute?
     }
 
     /// Milliseconds from the request's start to the end of each phase; nil for a phase that did not
@@ -161,7 +164,8 @@ public struct RequestRecord: Sendable, Codable {
         requestHeaders: [HeaderField] = [], responseHeaders: [HeaderField] = [], bytesFromClient: Int = 0,
         bytesToClient: Int = 0, durationMilliseconds: Double = 0, consoleLines: [String] = [],
         retriedOnNewConnection: Bool? = nil, timings: Timings? = nil, bodies: Bodies? = nil,
-        serverAddress: String? = nil, appTrust: AppTrustRecord? = nil, systemServices: SystemServicesVerdict? = nil
+        serverAddress: String? = nil, appTrust: AppTrustRecord? = nil, systemServices: SystemServicesVerdict? = nil,
+        route: ProxyRoute? = nil
     ) {
         storage = Storage(
             Fields(
@@ -172,7 +176,7 @@ public struct RequestRecord: Sendable, Codable {
                 responseHeaders: responseHeaders, bytesFromClient: bytesFromClient, bytesToClient: bytesToClient,
                 durationMilliseconds: durationMilliseconds, consoleLines: consoleLines,
                 retriedOnNewConnection: retriedOnNewConnection, timings: timings, bodies: bodies,
-                serverAddress: serverAddress, appTrust: appTrust, systemServices: systemServices))
+                serverAddress: serverAddress, appTrust: appTrust, systemServices: systemServices, route: route))
     }
 }
 

@@ -24,8 +24,9 @@ extension ExchangeLeg {
         pendingUpstream = []
         pendingParts = []
         if case .probing = exchange.state {
-            // The CONNECT of a passthrough tunnel: answered, recorded and closed (nothing follows a failed probe).
-            sendLocal(LocalResponse(response), keepAlive: false)
+            // The CONNECT of a passthrough tunnel: answered, recorded and closed (nothing follows a failed probe). A
+            // raw tunnel's CONNECT was answered already, and its client speaks no HTTP: it is only closed.
+            if route != .connectRaw { sendLocal(LocalResponse(response), keepAlive: false) }
             exchange.responseStatus = response.status
             exchange.state.answeredLocally()
             logExchange()

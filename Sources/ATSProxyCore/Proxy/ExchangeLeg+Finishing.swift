@@ -66,7 +66,7 @@ extension ExchangeLeg {
             bodies: exchange.bodies.record,
             // Only a request that went upstream has a server (a blocked or local one may follow one that did).
             serverAddress: exchange.upstreamKey == nil ? nil : upstreamAddress, appTrust: exchange.appTrust,
-            systemServices: facts.verdict ?? exchange.systemServices)
+            systemServices: facts.verdict ?? exchange.systemServices, route: route)
         commands.append(.log(record))
     }
 

@@ -26,6 +26,20 @@ extension ExchangeLeg {
         openUpstream(UpstreamKey(host: host, port: port, requirements: nil, permissive: false), reusable: false)
     }
 
+    /// Opens a raw tunnel to `host:port` for a client that spoke neither TLS nor HTTP after CONNECT
+    /// (`--tunnel-unknown relay`): `exchange` (in state `probing`, no TLS requirements) is its record, written with
+    /// 200 once the connection is open, or with the failure when it cannot be made.
+    mutating func openRawTunnel(_ exchange: Exchange, host: String, port: Int) {
+        precondition(self.exchange == nil && carriesExchanges, "ExchangeLeg.openRawTunnel: \(mode)")
+        lastNumber = exchange.number
+        releaseOrCloseUpstream()
+        let key = UpstreamKey(host: host, port: port, requirements: nil, permissive: false)
+        exchange.upstreamKey = key
+        self.exchange = exchange
+        mode = .tunnelConnecting(host: host, port: port)
+        openUpstream(key, reusable: false)
+    }
+
     /// The tunnel's connection is open: the probe's record (200) is written and raw bytes flow from now on.
     mutating func tunnelOpened() {
         if let exchange {

@@ -87,6 +87,8 @@ struct ExchangeLeg {
     let services: ProxyServices
     let client: Client
     var delivery: Delivery
+    /// How the owner's client reached the proxy, for the records (set by the owner as it learns it).
+    var route: ProxyRoute = .absoluteForm
     var mode: Mode = .exchanges
     var exchange: Exchange?
     var upstream: Upstream = .none

@@ -144,7 +144,7 @@ extension HTTP2Frontend {
             httpProtocol: "h2", source: .urlsession, result: .failed, atsRequired: false, ruleChain: [],
             rule: text.replacingOccurrences(of: "ats-proxy: ", with: ""), status: status,
             requestHeaders: head.headers.map { RequestRecord.HeaderField(name: $0.name, value: $0.value) },
-            bytesToClient: body.count)
+            bytesToClient: body.count, route: template.route)
         output.commands.append(.log(record))
     }
 }

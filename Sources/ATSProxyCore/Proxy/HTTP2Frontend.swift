@@ -163,12 +163,14 @@ final class HTTP2Frontend {
             preconditionFailure("HTTP2Frontend: the session is not inside an intercepted tunnel")
         }
         session = try HTTP2Session(role: .server, configuration: configuration)
-        template = ExchangeLeg(
+        var template = ExchangeLeg(
             services: parent.services,
             client: ExchangeLeg.Client(
                 address: parent.clientAddress, connectionNumber: parent.connectionNumber, taskUUID: parent.taskUUID,
                 taskIDPrefix: parent.taskIDPrefix, protocolName: "h2"),
             delivery: .stream)
+        template.route = parent.leg.route
+        self.template = template
         self.tunnel = tunnel
         requestCount = parent.requestCount
     }
@@ -520,7 +522,7 @@ final class HTTP2Frontend {
     func authorityMatchesTunnel(_ authority: String) -> Bool {
         guard !authority.isEmpty else { return true }
         var host = Substring(authority)
-        var port = 443
+        var port = tunnel.defaultPort
         if host.hasPrefix("[") {
             guard let close = host.firstIndex(of: "]") else { return false }
             let rest = host[host.index(after: close)...]

@@ -88,14 +88,15 @@ extension ProxySession {
                 ruleChain: decision.ruleTexts,
                 rule: outcome.meaning + "; " + Self.atsContext(decision, host: tunnel.host),
                 status: 502, requestHeaders: head.headers.fields, bytesToClient: bytesToClient,
-                appTrust: appTrust)
+                appTrust: appTrust, route: .connectTLS)
         } else {
             record = RequestRecord(
                 time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount + 1),
                 method: "CONNECT", url: "https://\(RequestTarget.uriHost(tunnel.host)):\(tunnel.port)/",
                 host: tunnel.host, httpProtocol: "http/1.1", source: source, result: .challengeRefused,
                 atsRequired: decision.atsRequired, ruleChain: decision.ruleTexts,
-                rule: passNote.map { outcome.meaning + "; " + $0 } ?? outcome.meaning, appTrust: appTrust)
+                rule: passNote.map { outcome.meaning + "; " + $0 } ?? outcome.meaning, appTrust: appTrust,
+                route: .connectTLS)
         }
         leg.commands.append(.log(record))
     }
@@ -114,6 +115,7 @@ extension ProxySession {
                     url: tunnel.url(path: "/"), host: tunnel.host, httpProtocol: "http/1.1", source: .urlsession,
                     result: .challengeAccepted, atsRequired: decision.atsRequired, ruleChain: decision.ruleTexts,
                     rule: outcome.meaning + "; " + Self.atsContext(decision, host: tunnel.host),
-                    appTrust: AppTrustRecord(challenge: outcome.kind.rawValue, challengeMeaning: outcome.meaning))))
+                    appTrust: AppTrustRecord(challenge: outcome.kind.rawValue, challengeMeaning: outcome.meaning),
+                    route: .connectTLS)))
     }
 }

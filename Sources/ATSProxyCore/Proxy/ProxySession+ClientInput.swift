@@ -14,6 +14,8 @@ extension ProxySession {
             } else {
                 feedParser(bytes)
             }
+        case .detecting:
+            detectTunnelProtocol(bytes)
         case .clientHandshake:
             guard let tls = clientTLS else { return close() }
             continueClientHandshake(tls, bytes)
@@ -25,8 +27,12 @@ extension ProxySession {
                 handleSignals()
             }
         case .h2:
-            guard let tls = clientTLS else { return close() }
-            drainClientTLS(tls, bytes)
+            if let tls = clientTLS {
+                drainClientTLS(tls, bytes)
+            } else {
+                // Cleartext h2 (prior knowledge inside a CONNECT tunnel).
+                http2Bytes(bytes)
+            }
         case .closed:
             break
         }
@@ -70,7 +76,7 @@ extension ProxySession {
                 leg.relayFromClient(inbound.plaintext)
                 handleSignals()
             case .h2: http2Bytes(inbound.plaintext)
-            case .http, .clientHandshake, .closed:
+            case .http, .clientHandshake, .detecting, .closed:
                 feedParser(inbound.plaintext)
             }
             if case .closed = phase { return }
@@ -104,9 +110,12 @@ extension ProxySession {
             case .messageEnd:
                 requestEnd(trailers: nil)
             case .upgraded(let remaining):
-                // After a CONNECT head: the rest is the tunnel's (TLS for interception, raw bytes for passthrough).
+                // After a CONNECT head: the rest is the tunnel's (its first bytes for detection, raw bytes for
+                // passthrough).
                 if case .clientHandshake = phase, let tls = clientTLS {
                     continueClientHandshake(tls, Array(remaining))
+                } else if case .detecting = phase, !remaining.isEmpty {
+                    detectTunnelProtocol(Array(remaining))
                 } else if case .tunnel = phase, !remaining.isEmpty {
                     leg.relayFromClient(Array(remaining))
                     handleSignals()

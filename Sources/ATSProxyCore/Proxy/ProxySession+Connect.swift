@@ -2,12 +2,13 @@ import ATSPolicy
 import ATSTLS
 import Foundation
 
-/// CONNECT: interception (the client-side TLS with a minted leaf), the passthrough probe and the blind tunnel.
+/// CONNECT: answered and handed to protocol detection (`+Detection`: TLS is intercepted with a minted leaf), the
+/// passthrough probe and the blind tunnel.
 extension ProxySession {
     // MARK: - CONNECT
 
-    /// A CONNECT: refused, left alone (a blind tunnel), passed through after a probe, or intercepted (the client's
-    /// TLS with a minted leaf, then requests inside).
+    /// A CONNECT: refused, left alone (a blind tunnel), passed through after a probe, or answered with 200 and read
+    /// (the client's first bytes decide: TLS is intercepted with a minted leaf, cleartext HTTP is decided as such).
     mutating func connect(_ head: HTTPRequestHead) {
         guard case .authority(let authority) = head.target, !inTunnel else {
             answerLocally(
@@ -54,6 +55,7 @@ extension ProxySession {
             services.settings.isPassthroughHost(host)
             || (services.settings.passthroughPinnedDomains && decision.requirements.pins != nil)
         if passthrough {
+            leg.route = .connectTLS
             let exchange = Exchange(
                 number: requestCount + 1, start: now, method: "CONNECT", url: url, target: target, decision: decision,
                 policy: policy,
@@ -70,17 +72,21 @@ extension ProxySession {
             leg.startProbe(exchange, key: key, host: host, port: port)
             return
         }
+        // The engine (and a `--challenge` pick) is made now, as for every CONNECT; what the client speaks inside is
+        // read from its first bytes (`+Detection`), and only TLS is handed to it.
+        let engine: TLSConnection
         do {
-            clientTLS = try clientEngine(forConnectTo: host)
+            engine = try clientEngine(forConnectTo: host)
         } catch {
             answerLocally(status: 500, reason: "Internal Server Error", body: "ats-proxy: \(error)\n", keepAlive: false)
             close()
             return
         }
-        role = .intercepted(
-            InterceptedTunnel(host: host, port: port, target: target, origin: String(url.utf8.dropLast())!))
-        phase = .clientHandshake
-        leg.delivery = .http1(encrypted: true)
+        let tunnel = InterceptedTunnel(host: host, port: port, target: target, origin: String(url.utf8.dropLast())!)
+        // Intercepted until the first bytes say otherwise (a challenge's records name this tunnel).
+        role = .intercepted(tunnel)
+        phase = .detecting(TunnelDetection(tunnel: tunnel, engine: engine, source: source, start: now))
+        headerTimerRunning = false
         leg.commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
         parser = HTTP1Parser(role: .request)
     }
@@ -90,7 +96,11 @@ extension ProxySession {
     /// The leg opened the tunnel's connection: the CONNECT is answered, and what the client sent after it (held by
     /// the parser) follows the bytes the leg held.
     mutating func tunnelOpened() {
-        leg.commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
+        // A raw tunnel's CONNECT was answered before its client's first bytes were read.
+        if case .rawTunnel = role {
+        } else {
+            leg.commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
+        }
         if parser.isPaused {
             let held = parser.upgrade()
             if !held.isEmpty { leg.relayFromClient(Array(held)) }

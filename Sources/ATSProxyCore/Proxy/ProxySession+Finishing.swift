@@ -97,7 +97,7 @@ extension ProxySession {
             atsRequired: false, ruleChain: [],
             rule:
                 "the client rejected the TLS handshake with the proxy (\(failure)); install and fully trust the ats-proxy CA on the client",
-            fix: "trust the proxy's CA (ats-proxy ca export) on the device or simulator")
+            fix: "trust the proxy's CA (ats-proxy ca export) on the device or simulator", route: .connectTLS)
         leg.commands.append(.log(record))
     }
 
@@ -123,6 +123,8 @@ extension ProxySession {
         switch phase {
         case .tunnel, .clientHandshake:
             close()
+        case .detecting(let detection):
+            tunnelDetectionEnded(detection)
         case .h2:
             clientGone()
         case .http:

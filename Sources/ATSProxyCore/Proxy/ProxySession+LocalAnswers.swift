@@ -31,7 +31,7 @@ extension ProxySession {
                     time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(number), method: head.method,
                     url: url, httpProtocol: "http/1.1", source: .urlsession, result: .failed, atsRequired: false,
                     ruleChain: [], rule: text, status: status, requestHeaders: head.headers.fields,
-                    bytesToClient: body.utf8.count)))
+                    bytesToClient: body.utf8.count, route: head.method == "CONNECT" ? .connect : leg.route)))
         answerLocally(status: status, reason: reason, body: body, keepAlive: false)
         close()
     }

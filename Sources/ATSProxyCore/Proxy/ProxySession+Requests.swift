@@ -23,8 +23,8 @@ extension ProxySession {
         }
         requestCount += 1
         let clientKeepAlive = HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
-        if case .intercepted(let tunnel) = role {
-            switch TunnelRequestCheck.check(head, host: tunnel.host, port: tunnel.port) {
+        if let tunnel = role.tunnel {
+            switch TunnelRequestCheck.check(head, host: tunnel.host, port: tunnel.port, cleartext: role.isCleartext) {
             case .sameOrigin: break
             case .misdirected(let text): return refuse(head, status: 421, reason: "Misdirected Request", text: text)
             case .unsupportedScheme(let text): return refuse(head, status: 400, reason: "Bad Request", text: text)

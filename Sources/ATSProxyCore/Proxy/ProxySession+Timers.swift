@@ -6,6 +6,7 @@ import Foundation
 /// (which also release the client TLS engine's buffers), merged into one armed timer.
 extension ProxySession {
     mutating func timerFired() {
+        if case .detecting(let detection) = phase { return tunnelDetectionTimedOut(detection) }
         var stages = false
         if case .http = phase { stages = parser.isIdle }
         if leg.exchange != nil || stages {
@@ -47,6 +48,17 @@ extension ProxySession {
                 if case .http = phase { stages = true }
                 leg.commands.append(
                     .armTimer(seconds: leg.idleTimerSeconds(stages: stages, clientEngine: clientEngine)))
+            } else if !headerTimerRunning {
+                headerTimerRunning = true
+                leg.commands.append(.armTimer(seconds: services.settings.headerTimeout))
+            }
+        case .detecting(let detection):
+            // The bounded wait for the tunnel's first bytes is the idle timeout (a client may take its time before
+            // its ClientHello); once some came, the rest of what tells the protocol must follow within the header
+            // timeout, so a client trickling bytes cannot hold the connection.
+            if detection.sniffer.held.isEmpty {
+                headerTimerRunning = false
+                leg.commands.append(.armTimer(seconds: services.settings.idleTimeout))
             } else if !headerTimerRunning {
                 headerTimerRunning = true
                 leg.commands.append(.armTimer(seconds: services.settings.headerTimeout))

@@ -14,12 +14,15 @@ import Foundation
 ///
 /// This file holds its state and the event dispatch; each job is an extension of its own: `+ClientInput` (parser,
 /// client TLS), `+Requests` (request heads to the leg), `+Connect` (CONNECT, interception, passthrough),
-/// `+LocalAnswers` (answers of its own), `+Finishing` (the leg's signals, closing), `+Timers` and `+Writing`.
+/// `+Detection` (what a tunnel's client speaks), `+LocalAnswers` (answers of its own), `+Finishing` (the leg's
+/// signals, closing), `+Timers` and `+Writing`.
 public struct ProxySession {
     /// What the client connection is doing.
     enum Phase {
         /// Reading HTTP/1.1 requests (cleartext, or decrypted inside an intercepted tunnel).
         case http
+        /// CONNECT answered with 200; the client's first bytes tell what it speaks inside (`TunnelSniffer`).
+        case detecting(TunnelDetection)
         /// CONNECT answered with 200; the TLS handshake with the client is in progress.
         case clientHandshake
         /// Raw bytes through the leg: a passthrough tunnel (probed, opening or open), or after 101.

@@ -18,6 +18,14 @@ public enum CleartextHandling: String, Sendable, CaseIterable {
     case upgrade
 }
 
+/// What happens to a CONNECT tunnel whose client speaks neither TLS nor HTTP (`--tunnel-unknown`).
+public enum TunnelUnknownHandling: String, Sendable, CaseIterable {
+    /// Close the tunnel and record what was seen (default).
+    case refuse
+    /// Relay the raw bytes to the CONNECT authority when the policy allows cleartext to that host; recorded.
+    case relay
+}
+
 /// Where the request source comes from.
 public enum SourceSetting: Sendable, Equatable {
     /// Read the User-Agent (`RequestSourceDetector`).
@@ -31,6 +39,8 @@ public enum SourceSetting: Sendable, Equatable {
 public struct ProxySettings: Sendable {
     public var mode: EnforcementMode = .enforce
     public var cleartext: CleartextHandling = .block
+    /// What a tunnel gets whose client speaks neither TLS nor HTTP after CONNECT.
+    public var tunnelUnknown: TunnelUnknownHandling = .refuse
     public var source: SourceSetting = .auto
     /// Hosts tunnelled without interception (suffix match with a leading dot).
     public var passthroughHosts: [String] = []

@@ -47,6 +47,7 @@ def main():
                 "code": entry.raw_entry.get("_atsCode"),
                 "rule": entry.raw_entry.get("_atsRule"),
                 "fix": entry.raw_entry.get("_atsFix"),
+                "route": entry.raw_entry.get("_atsRoute"),
                 "tls": entry.raw_entry.get("_tls"),
                 "requestHeaders": {h["name"].lower(): h["value"] for h in entry.request.headers},
             }), flush=True)

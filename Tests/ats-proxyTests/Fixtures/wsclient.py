@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """WebSocket echo client for the ats-proxy end-to-end tests (a test tool, never product code).
 
-Goes through an explicit HTTP proxy: ws:// as an absolute-form GET with Upgrade, wss:// as
-CONNECT, TLS to the proxy (trusting --cacert), then an origin-form GET with Upgrade. Sends a
+Goes through an explicit HTTP proxy: ws:// as an absolute-form GET with Upgrade (or, with --connect, as
+CONNECT and then an origin-form GET with Upgrade in cleartext inside the tunnel, as browsers send it),
+wss:// as CONNECT, TLS to the proxy (trusting --cacert), then an origin-form GET with Upgrade. Sends a
 text message, a 100 KB binary message and a close frame, checks the echoes, prints "ECHO OK".
 Exits 1 with the reason on stdout otherwise.
 """
@@ -41,6 +42,7 @@ def main():
     parser.add_argument("--proxy", required=True)
     parser.add_argument("--url", required=True)
     parser.add_argument("--cacert")
+    parser.add_argument("--connect", action="store_true", help="ws:// through a CONNECT tunnel")
     args = parser.parse_args()
 
     proxy_host, proxy_port = args.proxy.rsplit(":", 1)
@@ -52,7 +54,15 @@ def main():
         "Host: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         "Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
     ).format(host=url.netloc, key=key)
-    if url.scheme == "wss":
+    if url.scheme == "ws" and args.connect:
+        sock.sendall(f"CONNECT {url.hostname}:{port} HTTP/1.1\r\nHost: {url.hostname}:{port}\r\n\r\n".encode())
+        # Unbuffered: nothing of what follows the CONNECT's answer may be read into a buffer dropped here.
+        raw = sock.makefile("rb", buffering=0)
+        head = read_head(raw)
+        if not head[0].startswith("HTTP/1.1 200"):
+            fail(f"CONNECT answered {head[0]}")
+        sock.sendall(f"GET {url.path or '/'} HTTP/1.1\r\n{upgrade}".encode())
+    elif url.scheme == "wss":
         sock.sendall(f"CONNECT {url.hostname}:{port} HTTP/1.1\r\nHost: {url.hostname}:{port}\r\n\r\n".encode())
         raw = sock.makefile("rb")
         head = read_head(raw)
