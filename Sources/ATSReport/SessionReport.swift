@@ -423,6 +423,9 @@ extension SessionReport {
         var verdicts: [VerdictSummary] = []
         var verdictIndex: [String: Int] = [:]
         var tls: [TLSObservation] = []
+        /// Responses that offered HTTP/3, and the latest offer.
+        var http3Responses = 0
+        var http3: HTTP3Advertisement?
 
         init(host: String) { self.host = host }
 
@@ -498,6 +501,10 @@ extension SessionReport {
             if classification.isHTTP { http += 1 }
             if let index = classification.verdictIndex { verdicts[index].count += 1 }
             if let index = classification.tlsIndex { tls[index].count += 1 }
+            if let offer = record.http3 {
+                http3Responses += 1
+                http3 = offer
+            }
         }
 
         static func sameFacts(_ lhs: TLSObservation, _ rhs: TLSObservation) -> Bool {
@@ -535,7 +542,10 @@ extension SessionReport {
                 reported: reported, violations: violations, bytesFromClient: bytesFromClient,
                 bytesToClient: bytesToClient,
                 durationMilliseconds: durationMilliseconds, schemes: schemeOrder, sources: sources, verdicts: ordered,
-                tls: tls, failedRule: worst?.rule, fix: worst?.fix, needs: needs)
+                tls: tls, failedRule: worst?.rule, fix: worst?.fix, needs: needs,
+                http3: http3.map {
+                    HostHTTP3(responses: http3Responses, alternatives: $0.alternatives, note: HTTP3Advertisement.note)
+                })
         }
     }
 }

@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSProxyCore
 import Foundation
 
 /// The `report.json` document: everything a session report says, as Codable values. The JSON
@@ -144,6 +145,18 @@ public struct HostReport: Sendable, Codable, Equatable {
     public var fix: String?
     /// What this host needs relative to the empty dictionary.
     public var needs: HostNeeds
+    /// The host's responses offered HTTP/3 (`Alt-Svc: h3…`); nil when none did.
+    public var http3: HostHTTP3?
+}
+
+/// A host whose responses offered HTTP/3: how many did, the latest offer, and what it means for the app.
+public struct HostHTTP3: Sendable, Codable, Equatable {
+    /// Responses that carried the offer.
+    public var responses: Int
+    /// The HTTP/3 alternatives of the latest offer.
+    public var alternatives: [HTTP3Advertisement.Alternative]
+    /// `HTTP3Advertisement.note`: through the proxy the app stays on TCP; without it, QUIC is possible.
+    public var note: String
 }
 
 /// One distinct outcome for a host.

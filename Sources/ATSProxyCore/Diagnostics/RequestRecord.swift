@@ -77,6 +77,8 @@ public struct RequestRecord: Sendable, Codable {
         public var serverAddress: String?
         /// The app's own trust decisions for this connection (`--challenge`, `--af-policy`); nil otherwise.
         public var appTrust: AppTrustRecord?
+        /// The origin's response offered HTTP/3 (`Alt-Svc: h3…`); nil otherwise (no offer, `clear`, malformed).
+        public var http3: HTTP3Advertisement?
     }
 
     /// Milliseconds from the request's start to the end of each phase; nil for a phase that did not
@@ -157,7 +159,7 @@ public struct RequestRecord: Sendable, Codable {
         requestHeaders: [HeaderField] = [], responseHeaders: [HeaderField] = [], bytesFromClient: Int = 0,
         bytesToClient: Int = 0, durationMilliseconds: Double = 0, consoleLines: [String] = [],
         retriedOnNewConnection: Bool? = nil, timings: Timings? = nil, bodies: Bodies? = nil,
-        serverAddress: String? = nil, appTrust: AppTrustRecord? = nil
+        serverAddress: String? = nil, appTrust: AppTrustRecord? = nil, http3: HTTP3Advertisement? = nil
     ) {
         storage = Storage(
             Fields(
@@ -168,7 +170,7 @@ public struct RequestRecord: Sendable, Codable {
                 responseHeaders: responseHeaders, bytesFromClient: bytesFromClient, bytesToClient: bytesToClient,
                 durationMilliseconds: durationMilliseconds, consoleLines: consoleLines,
                 retriedOnNewConnection: retriedOnNewConnection, timings: timings, bodies: bodies,
-                serverAddress: serverAddress, appTrust: appTrust))
+                serverAddress: serverAddress, appTrust: appTrust, http3: http3))
     }
 }
 

@@ -23,6 +23,7 @@ Routes:
   GET  /stall-after-head?hold=S  head announcing 1000 bytes, 10 bytes, then nothing for S seconds
                             (default 30) and a close: an origin that stalls mid-response
   GET  /latin1              200 with the header X-Latin1: caf<0xE9> (one obs-text byte, not UTF-8)
+  GET  /alt-svc?v=VALUE     200 "alt-svc\n" with the header Alt-Svc: VALUE (one header per v given)
 Every response carries X-Origin: <name> and X-Conn: <per-connection number>.
 """
 
@@ -144,6 +145,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = url.path
         if path == "/hello":
             self.simple(200, f"hello from {self.server.name}\n".encode())
+        elif path == "/alt-svc":
+            self.simple(200, b"alt-svc\n", extra=[("Alt-Svc", value) for value in query.get("v", [])])
         elif path == "/headers":
             body = json.dumps([[k, v] for k, v in self.headers.items()]).encode()
             self.simple(200, body, "application/json")
