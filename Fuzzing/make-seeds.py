@@ -73,6 +73,15 @@ def http1_cases():
             yield role, value.encode("utf-8"), methods.group(1) if methods else ""
 
 
+# Alt-Svc values for the http1-response target's HTTP/3 offer check (invariant 5).
+ALT_SVC = [
+    ("alt-svc-h3", b'h3=":443"; ma=86400'),
+    ("alt-svc-drafts", b'h3-29=":443"; ma=3600, h2="alt.example.com:8443"; persist=1'),
+    ("alt-svc-clear", b"clear"),
+    ("alt-svc-escaped", b'w%3Dx="[2001:db8::1]:443";ma="60", h3="\\x:1"'),
+]
+
+
 def write(target, data, label=""):
     folder = os.path.join(CORPUS, target)
     os.makedirs(folder, exist_ok=True)
@@ -256,6 +265,9 @@ def main():
             write("http1-request", raw)
         else:
             write("http1-response", response_prefix(methods) + raw)
+    for label, value in ALT_SVC:
+        write("http1-response", bytes([0]) + b"HTTP/1.1 200 OK\r\nAlt-Svc: " + value + b"\r\nContent-Length: 0\r\n\r\n",
+              label)
     for label, data in http2_seeds():
         write("http2-frontend", data, label)
     for text in TARGETS:

@@ -82,7 +82,9 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         self.log = log
         self.onFinished = onFinished
         let address = client.remoteAddress?.description ?? "unknown"
-        session = ProxySession(services: services, clientAddress: address, connectionNumber: connectionNumber)
+        session = ProxySession(
+            services: services, clientAddress: address, connectionNumber: connectionNumber,
+            localAddress: client.localAddress?.clientFacing.description)
     }
 
     /// Shutdown: asks the session to close when idle (runs on the loop).

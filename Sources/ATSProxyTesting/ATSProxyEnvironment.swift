@@ -12,6 +12,20 @@ public struct ATSProxyEnvironment: Sendable, Equatable {
     /// Path of the proxy's CA certificate (PEM).
     public var caCertificatePath: String
 
+    /// A proxy at `host:port` (an IPv6 address without brackets) whose CA certificate is the PEM file at
+    /// `caCertificatePath`: for routing one session without `ats-proxy exec` (`ATSProxyTesting.configuration(through:)`).
+    /// Nil when the port is outside 1...65535.
+    public init?(host: String, port: Int, caCertificatePath: String) {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        guard (1...65535).contains(port), !bare.isEmpty,
+            let url = URL(string: "http://\(bare.contains(":") ? "[\(bare)]" : bare):\(port)")
+        else { return nil }
+        proxyURL = url
+        self.host = bare
+        self.port = port
+        self.caCertificatePath = caCertificatePath
+    }
+
     /// Reads `ATS_PROXY_URL` and `ATS_PROXY_CA_CERT` from `environment`.
     public init?(environment: [String: String] = ProcessInfo.processInfo.environment) {
         guard let text = environment["ATS_PROXY_URL"], let url = URL(string: text), let host = url.host,

@@ -1,3 +1,4 @@
+import ATSProxyCore
 import Foundation
 
 /// Writes `report.html`: one self-contained page (inline CSS, no scripts, images or fonts from
@@ -143,6 +144,11 @@ enum ReportHTMLWriter {
             html += "<p class=\"small\">System services (apart from the app's verdict): \(e(systemServices.line))</p>\n"
         }
         for assumption in host.needs.assumptions { html += "<p class=\"small\">Assumed: \(e(assumption))</p>\n" }
+        if let http3 = host.http3 {
+            let offer = HTTP3Advertisement(alternatives: http3.alternatives).summary
+            html +=
+                "<p class=\"small http3\"><b>HTTP/3 offered</b> (Alt-Svc <code>\(e(offer))</code>, \(http3.responses) response\(http3.responses == 1 ? "" : "s")): \(e(http3.note))</p>\n"
+        }
         html += "</article>\n"
         return html
     }

@@ -427,6 +427,9 @@ extension SessionReport {
         var tls: [TLSObservation] = []
         /// The system-services verdict kept for the report (a failing one wins over a passing one).
         var systemServices: SystemServicesVerdict?
+        /// Responses that offered HTTP/3, and the latest offer.
+        var http3Responses = 0
+        var http3: HTTP3Advertisement?
 
         init(host: String) { self.host = host }
 
@@ -509,6 +512,10 @@ extension SessionReport {
             if classification.isHTTP { http += 1 }
             if let index = classification.verdictIndex { verdicts[index].count += 1 }
             if let index = classification.tlsIndex { tls[index].count += 1 }
+            if let offer = record.http3 {
+                http3Responses += 1
+                http3 = offer
+            }
         }
 
         static func sameFacts(_ lhs: TLSObservation, _ rhs: TLSObservation) -> Bool {
@@ -547,7 +554,10 @@ extension SessionReport {
                 bytesToClient: bytesToClient,
                 durationMilliseconds: durationMilliseconds, schemes: schemeOrder, sources: sources, routes: routes,
                 verdicts: ordered, tls: tls, failedRule: worst?.rule, fix: worst?.fix, needs: needs,
-                systemServices: systemServices)
+                systemServices: systemServices,
+                http3: http3.map {
+                    HostHTTP3(responses: http3Responses, alternatives: $0.alternatives, note: HTTP3Advertisement.note)
+                })
         }
     }
 }

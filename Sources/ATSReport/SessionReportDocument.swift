@@ -1,5 +1,6 @@
 import ATSPolicy
 import ATSTLS
+import ATSProxyCore
 import Foundation
 
 /// The `report.json` document: everything a session report says, as Codable values. The JSON
@@ -151,6 +152,18 @@ public struct HostReport: Sendable, Codable, Equatable {
     /// `--system-services-hosts`: the iOS/macOS 27 system-services verdict (the first failing one seen, else the
     /// first passing one), apart from the app's verdicts above; nil for other hosts.
     public var systemServices: SystemServicesVerdict? = nil
+    /// The host's responses offered HTTP/3 (`Alt-Svc: h3…`); nil when none did.
+    public var http3: HostHTTP3?
+}
+
+/// A host whose responses offered HTTP/3: how many did, the latest offer, and what it means for the app.
+public struct HostHTTP3: Sendable, Codable, Equatable {
+    /// Responses that carried the offer.
+    public var responses: Int
+    /// The HTTP/3 alternatives of the latest offer.
+    public var alternatives: [HTTP3Advertisement.Alternative]
+    /// `HTTP3Advertisement.note`: through the proxy the app stays on TCP; without it, QUIC is possible.
+    public var note: String
 }
 
 /// One distinct outcome for a host.

@@ -245,6 +245,24 @@ public enum SessionReportSchema {
                 },
                 "failedRule": { "type": "string" },
                 "fix": { "type": "string" },
+                "http3": {
+                  "type": "object", "additionalProperties": false, "required": ["responses", "alternatives", "note"],
+                  "properties": {
+                    "responses": { "type": "integer", "minimum": 1 },
+                    "alternatives": {
+                      "type": "array", "minItems": 1,
+                      "items": {
+                        "type": "object", "additionalProperties": false, "required": ["protocolID", "authority"],
+                        "properties": {
+                          "protocolID": { "type": "string", "pattern": "^h3(-\\d+)?$" },
+                          "authority": { "type": "string", "minLength": 2 },
+                          "maxAge": { "type": "integer", "minimum": 0 }
+                        }
+                      }
+                    },
+                    "note": { "type": "string", "minLength": 1 }
+                  }
+                },
                 "needs": {
                   "type": "object", "additionalProperties": false,
                   "required": ["cleartext", "forwardSecrecyWaiver", "assumptions", "unfixable"],

@@ -32,6 +32,15 @@ struct FlowView: Encodable {
     var console: [String]
     var retried: Bool
     var timings: RequestRecord.Timings?
+    /// The origin's HTTP/3 offer (`Alt-Svc: h3…`) and what it means; nil without one.
+    var http3: HTTP3?
+
+    /// The detail pane's HTTP/3 section.
+    struct HTTP3: Encodable {
+        /// The offer as the origin wrote it, trimmed to the HTTP/3 alternatives (`h3=":443"; ma=86400`).
+        var offer: String
+        var note: String
+    }
 
     init(_ flow: Flow, allowSecrets: Bool) {
         let record = flow.record
@@ -65,6 +74,7 @@ struct FlowView: Encodable {
         console = record.consoleLines
         retried = record.retriedOnNewConnection ?? false
         timings = record.timings
+        http3 = record.http3.map { HTTP3(offer: $0.summary, note: HTTP3Advertisement.note) }
     }
 
     /// The SSE event for `flow`: `id`, then one `data` line of JSON (JSON never contains a raw newline).

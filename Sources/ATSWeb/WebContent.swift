@@ -18,6 +18,8 @@ public struct WebContent: Sendable {
     public var minimalDictionary: @Sendable () -> String
     /// The proxy's CA certificate (PEM).
     public var caPEM: [UInt8]
+    /// `/proxy.pac` (nil: not served here).
+    public var autoConfig: WebAutoConfig?
 
     public init(
         title: String, har: @escaping @Sendable () -> Data, reportJSON: @escaping @Sendable () -> Data,

@@ -3,8 +3,8 @@
 /// filters, pause/clear, a detail pane, the live minimal dictionary and the downloads.
 ///
 /// Hooks for tests and scripts: `window.atsProxy` (`connected`, `flows`, `select(id)`), rows carry
-/// `data-id`, `data-outcome`, `data-code`, `data-host`; the detail pane's parts have ids
-/// (`d-rule`, `d-fix`, `d-chain`, `d-tls`, `d-console`, `d-timings`).
+/// `data-id`, `data-outcome`, `data-code`, `data-host` (and `data-h3` when the origin offered HTTP/3); the
+/// detail pane's parts have ids (`d-rule`, `d-fix`, `d-chain`, `d-tls`, `d-console`, `d-timings`, `d-http3`).
 enum WebPage {
     /// The page with `title` (HTML-escaped) and the ring's capacity filled in.
     static func html(title: String, capacity: Int) -> String {
@@ -99,7 +99,7 @@ enum WebPage {
         if(text){const hay=[o.url,o.method,o.rule,o.fix||"",o.code||"",o.outcome,String(o.status||""),o.ruleChain.join(" ")].join(" ").toLowerCase();if(!hay.includes(text))return false;}
         return true;}
         function row(o){
-        const tr=el("tr","flow o-"+o.outcome);tr.dataset.id=o.id;tr.dataset.outcome=o.outcome;tr.dataset.code=o.code||"";tr.dataset.host=o.host;
+        const tr=el("tr","flow o-"+o.outcome);tr.dataset.id=o.id;tr.dataset.outcome=o.outcome;tr.dataset.code=o.code||"";tr.dataset.host=o.host;if(o.http3)tr.dataset.h3="offered";
         tr.append(el("td","",fmtTime(o.time)),el("td","wide",o.source),el("td","",o.method));
         const u=el("td","url",o.url);u.title=o.url;tr.append(u);
         tr.append(el("td","wide",o.proto+(o.route&&o.route!=="absolute-form"&&o.route!=="CONNECT+TLS"?" · "+o.route:"")),el("td","num",o.status||"—"),el("td","badge",o.outcome),el("td","",o.code||""),
@@ -136,6 +136,7 @@ enum WebPage {
         const tm=kv(tl.concat([["total",o.ms+" ms"],["started",o.time]]));tm.id="d-timings";section("Timings",tm);
         const con=el("pre","",o.console.length?o.console.join("\n"):"(none at this level)");con.id="d-console";section("Console (as the device logs it)",con);
         section("Request headers",headers(o.requestHeaders));section("Response headers",headers(o.responseHeaders));
+        if(o.http3){const h3=el("div","rule","Alt-Svc "+o.http3.offer+": "+o.http3.note);h3.id="d-http3";section("HTTP/3 offered",h3);}
         if(o.retried)section("Note",el("p","","sent again on a new connection (the reused one closed first)"));
         if(matchMedia("(max-width:760px)").matches)detail.scrollIntoView({block:"start"});
         return true;}

@@ -177,6 +177,11 @@ public final class WebServer: @unchecked Sendable {
                 WebResponse(
                     status: 200, reason: "OK", contentType: "application/x-pem-file", body: content.caPEM,
                     fileName: "ats-proxy-ca.pem"), head)
+        case ProxyAutoConfig.path:
+            guard let autoConfig = content.autoConfig else {
+                return finish(connection, .text(404, "Not Found", "ats-proxy web view: no such page\n"), head)
+            }
+            finish(connection, autoConfig.response(forLocal: connection.localAddress), head)
         default:
             finish(connection, .text(404, "Not Found", "ats-proxy web view: no such page\n"), head)
         }

@@ -4,6 +4,7 @@ import ATSProxyCore
 import ATSProxyIO
 import ATSReport
 import ATSTLS
+import ATSWeb
 import ArgumentParser
 import Foundation
 
@@ -349,13 +350,14 @@ struct ProxyOptions: ParsableArguments {
         var onboarding = try OnboardingSite(
             certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses),
             lanAddresses: NetworkInterfaces.lanIPv4Addresses().map(\.description))
+        let webAutoConfig = WebAutoConfig(autoConfig: ProxyAutoConfig(filter: settings.hostFilter))
         if let observation {
             try observation.startWeb(
                 report: sessionReport, makeReport: { SessionReport(snapshot: snapshot, source: loaded) },
                 ignored: { [hostFilter = settings.hostFilter] in hostFilter.ignored },
                 title: "\(loaded.summary) · \(snapshot.evaluator.options.platform) · \(mode)",
                 caPEM: onboarding.caPEM, allowList: allowClients.isEmpty ? nil : ClientAllowList(parsing: allowClients),
-                backend: eventLoop)
+                backend: eventLoop, autoConfig: webAutoConfig)
             onboarding.flowsURL = observation.webURL
         }
         let services = ProxyServices(
@@ -381,6 +383,7 @@ struct ProxyOptions: ParsableArguments {
             services: services, configuration: configuration, group: group,
             resolver: Resolver(overrides: resolverOverrides), log: log)
         let bound = try server.start()
+        webAutoConfig.setListeners(bound)
         try systemProxyOptions.engage(bound: bound)
         let boundAddresses = bound.map(ListenAddress.init)
         settings.selfAuthorities.insert(contentsOf: Self.selfAuthorities(boundAddresses))
@@ -502,11 +505,16 @@ struct ProxyOptions: ParsableArguments {
                 let parts = address.split(separator: ":")
                 lines.append("    Server \(parts.dropLast().joined(separator: ":"))  Port \(parts.last ?? "")")
             }
+            lines.append("  or to Automatic (direct again when the proxy stops; Configure Proxy › Automatic › URL):")
+            for address in reachable where !address.hasPrefix("127.") {
+                lines.append("    URL http://\(address)\(ProxyAutoConfig.path)")
+            }
             lines.append("  then open http://\(OnboardingSite.host)/ on the device to install and trust the CA")
         } else {
             lines.append(
                 "  onboarding: http://\(OnboardingSite.host)/ through the proxy, or http://\(bound.first.map(\.description) ?? "")/"
             )
+            if let first = bound.first { lines.append("  PAC file: http://\(first)\(ProxyAutoConfig.path)") }
         }
         if let first = bound.first {
             lines.append("  try: curl -x http://\(first) --cacert \(caPath) https://example.com/")

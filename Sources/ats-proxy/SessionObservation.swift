@@ -62,12 +62,13 @@ final class SessionObservation: @unchecked Sendable {
     ///     page's dictionary and report downloads come from a report of its own, fed from the ring
     ///     on the web loop when asked for, so that the page adds nothing to the request path.
     ///   - makeReport: an empty report under the loaded policy (used when `report` is nil).
+    ///   - autoConfig: `/proxy.pac` on the web view (its listener addresses are set once the proxy is bound).
     ///   - ignored: the host filter's count of connections left alone so far, which the downloads show as
     ///     the report written at exit does.
     func startWeb(
         report: SessionReport?, makeReport: @escaping @Sendable () -> SessionReport,
         ignored: @escaping @Sendable () -> HostFilter.Ignored, title: String, caPEM: [UInt8],
-        allowList: ClientAllowList?, backend: EventLoopBackend
+        allowList: ClientAllowList?, backend: EventLoopBackend, autoConfig: WebAutoConfig? = nil
     ) throws {
         guard let webAddress, let store else { return }
         let source =
@@ -79,10 +80,11 @@ final class SessionObservation: @unchecked Sendable {
         }
         var configuration = WebServer.Configuration(address: webAddress, allowList: allowList)
         configuration.allowSecrets = allowSecrets
-        let content = WebContent(
+        var content = WebContent(
             title: title, har: { [self] in harData() }, reportJSON: { (try? report().jsonData()) ?? Data() },
             reportHTML: { report().html() }, minimalDictionary: { source.current().minimalDictionaryPlist() },
             caPEM: caPEM)
+        content.autoConfig = autoConfig
         let server = WebServer(configuration: configuration, store: store, content: content, backend: backend)
         do {
             webBound = try server.start()

@@ -6,9 +6,10 @@ import Foundation
 #endif
 
 /// A URLSession client for the end-to-end tests, run as the command of `ats-proxy exec`:
-/// `ats-proxy-urlsession-client [--plain] URL…` fetches each URL and prints one line per URL,
-/// `URL status CODE BYTES` or `URL error CODE stream DOMAIN:CODE failing URL rule TEXT`.
-/// With `--plain` it uses a default session (no ATSProxyTesting) to show what the bare client sees.
+/// `ats-proxy-urlsession-client [--plain | --through ROUTE HOST PORT CA] URL…` fetches each URL and prints one
+/// line per URL, `URL status CODE BYTES` or `URL error CODE stream DOMAIN:CODE failing URL rule TEXT`.
+/// With `--plain` it uses a default session (no ATSProxyTesting) to show what the bare client sees; with
+/// `--through` one session routed per session (`ATSProxyTesting.session(through:route:)`), run without exec.
 /// Exits 0 when every line was printed.
 @main
 struct URLSessionClient {
@@ -16,9 +17,25 @@ struct URLSessionClient {
         var arguments = Array(CommandLine.arguments.dropFirst())
         let plain = arguments.first == "--plain"
         if plain { arguments.removeFirst() }
+        // `--through ROUTE HOST PORT CA`: one session routed per session (no exec, no proxy variables).
+        var through: (ATSProxyRoute, ATSProxyEnvironment)?
+        if arguments.first == "--through", arguments.count >= 5 {
+            guard let route = ATSProxyRoute(rawValue: arguments[1]), let port = Int(arguments[3]),
+                let proxy = ATSProxyEnvironment(host: arguments[2], port: port, caCertificatePath: arguments[4])
+            else {
+                print("setup error bad --through \(arguments[1...4])")
+                exit(2)
+            }
+            through = (route, proxy)
+            arguments.removeFirst(5)
+        }
         let session: URLSession
         do {
-            session = plain ? URLSession(configuration: .ephemeral) : try ATSProxyTesting.session()
+            if let (route, proxy) = through {
+                session = try ATSProxyTesting.session(through: proxy, route: route)
+            } else {
+                session = plain ? URLSession(configuration: .ephemeral) : try ATSProxyTesting.session()
+            }
         } catch {
             print("setup error \(error)")
             exit(2)

@@ -1,3 +1,4 @@
+import Foundation
 import FuzzSupport
 
 @testable import ATSProxyCore
@@ -22,7 +23,9 @@ public func fuzzHTTP1ResponseMain(_ argc: Int32, _ argv: UnsafeMutablePointer<Un
 /// 2. the event grammar holds (as for requests; interim responses end without a body);
 /// 3. every complete response, written back with `HTTP1Serializer` and `HTTP1BodyWriter`, parses to itself;
 /// 4. a final response relayed to a client the way `ProxySession` does (as HTTP/1.1, hop-by-hop fields skipped, a
-///    read-until-close body re-chunked for a keep-alive client) parses with the framing the proxy meant and the same body.
+///    read-until-close body re-chunked for a keep-alive client) parses with the framing the proxy meant and the same body;
+/// 5. its `Alt-Svc` fields, read as the record reads them (`AltSvcParser`, `HTTP3Advertisement`), give alternatives
+///    that written back parse to themselves, and an HTTP/3 offer exactly when one of them is `h3`/`h3-NN`.
 enum HTTP1ResponseFuzz {
     static let methodNames = ["GET", "HEAD", "POST", "CONNECT"]
 
@@ -57,7 +60,48 @@ enum HTTP1ResponseFuzz {
             if head.isInterim { continue }
             let method = outstanding.popFirst() ?? "GET"
             checkRelay(message, head: head, method: method)
+            checkAltSvc(head.headers)
         }
+    }
+
+    /// Invariant 5.
+    static func checkAltSvc(_ headers: HTTPFields) {
+        let offer = HTTP3Advertisement(responseHeaders: headers)
+        guard headers.contains("alt-svc") else {
+            FuzzCheck.require(offer == nil, "an HTTP/3 offer without Alt-Svc")
+            return
+        }
+        let value = headers.values("alt-svc").joined(separator: ",")
+        switch AltSvcParser.parse(value) {
+        case .clear, .malformed:
+            FuzzCheck.require(offer == nil, "an HTTP/3 offer from \(value)")
+        case .alternatives(let list):
+            FuzzCheck.require(
+                !list.isEmpty && list.count <= AltSvcParser.maximumAlternatives, "\(list.count) alternatives")
+            let written = list.map(written).joined(separator: ", ")
+            FuzzCheck.require(
+                AltSvcParser.parse(written) == .alternatives(list), "\(list) written as \(written) does not parse back")
+            let http3 = list.filter { AltSvcParser.isHTTP3($0.protocolID) }
+            FuzzCheck.require(
+                offer?.alternatives.map(\.protocolID) == (http3.isEmpty ? nil : http3.map(\.protocolID)),
+                "offer \(String(describing: offer)) for \(list)")
+        }
+    }
+
+    /// One alternative in `Alt-Svc` syntax: the protocol id percent-encoded outside token bytes, the authority
+    /// quoted with `"` and `\\` escaped.
+    static func written(_ alternative: AltSvcParser.Alternative) -> String {
+        let token = Set("!#$&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        let id = alternative.protocolID.utf8.map {
+            token.contains($0) ? String(UnicodeScalar($0)) : String(format: "%%%02X", $0)
+        }
+        .joined()
+        var quoted = ""
+        for character in alternative.authority {
+            if character == "\"" || character == "\\" { quoted.append("\\") }
+            quoted.append(character)
+        }
+        return "\(id)=\"\(quoted)\"" + (alternative.maxAge.map { "; ma=\($0)" } ?? "")
     }
 
     /// Invariant 4 for one final response to a request with `method`.

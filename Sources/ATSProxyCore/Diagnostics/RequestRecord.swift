@@ -84,6 +84,8 @@ public struct RequestRecord: Sendable, Codable {
         /// How the load reached the proxy (`absolute-form`, `CONNECT+TLS`, `CONNECT+HTTP`, …); nil only in records
         /// read from logs written before routes were recorded.
         public var route: ProxyRoute?
+        /// The origin's response offered HTTP/3 (`Alt-Svc: h3…`); nil otherwise (no offer, `clear`, malformed).
+        public var http3: HTTP3Advertisement?
     }
 
     /// Milliseconds from the request's start to the end of each phase; nil for a phase that did not
@@ -165,7 +167,7 @@ public struct RequestRecord: Sendable, Codable {
         bytesToClient: Int = 0, durationMilliseconds: Double = 0, consoleLines: [String] = [],
         retriedOnNewConnection: Bool? = nil, timings: Timings? = nil, bodies: Bodies? = nil,
         serverAddress: String? = nil, appTrust: AppTrustRecord? = nil, systemServices: SystemServicesVerdict? = nil,
-        route: ProxyRoute? = nil
+        route: ProxyRoute? = nil, http3: HTTP3Advertisement? = nil
     ) {
         storage = Storage(
             Fields(
@@ -176,7 +178,8 @@ public struct RequestRecord: Sendable, Codable {
                 responseHeaders: responseHeaders, bytesFromClient: bytesFromClient, bytesToClient: bytesToClient,
                 durationMilliseconds: durationMilliseconds, consoleLines: consoleLines,
                 retriedOnNewConnection: retriedOnNewConnection, timings: timings, bodies: bodies,
-                serverAddress: serverAddress, appTrust: appTrust, systemServices: systemServices, route: route))
+                serverAddress: serverAddress, appTrust: appTrust, systemServices: systemServices, route: route,
+                http3: http3))
     }
 }
 

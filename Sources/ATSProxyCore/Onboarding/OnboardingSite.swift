@@ -79,15 +79,17 @@ public struct OnboardingSite: Sendable {
     /// listener, how to make the proxy reachable first.
     func phoneProxyStep(server: String, port: String) -> String {
         guard isLoopbackOnly else {
+            let pac = "http://\(proxyAddresses[0])\(ProxyAutoConfig.path)"
             return
-                "Settings › Wi-Fi › (i) › Configure Proxy › Manual: Server <code>\(server)</code>, Port <code>\(port)</code>."
+                "Settings › Wi-Fi › (i) › Configure Proxy › Manual: Server <code>\(server)</code>, Port <code>\(port)</code>. "
+                + "Or Configure Proxy › Automatic, URL <code>\(pac)</code>: the phone goes direct again when the proxy stops."
         }
         let lan =
             lanAddresses.isEmpty
             ? "this computer's Wi-Fi address"
             : lanAddresses.map { "<code>\($0)</code>" }.joined(separator: " or ")
         return
-            "ats-proxy listens on loopback only (<code>\(proxyAddresses[0])</code>), which a phone cannot reach. Restart it with <code>--listen 0.0.0.0:\(port)</code>, then Settings › Wi-Fi › (i) › Configure Proxy › Manual: Server \(lan), Port <code>\(port)</code>."
+            "ats-proxy listens on loopback only (<code>\(proxyAddresses[0])</code>), which a phone cannot reach. Restart it with <code>--listen 0.0.0.0:\(port)</code>, then Settings › Wi-Fi › (i) › Configure Proxy › Manual: Server \(lan), Port <code>\(port)</code>; or Configure Proxy › Automatic, URL <code>http://SERVER:\(port)\(ProxyAutoConfig.path)</code> with that server address (the phone goes direct again when the proxy stops)."
     }
 
     /// The page for `path` (query ignored).

@@ -66,7 +66,9 @@ extension ExchangeLeg {
             bodies: exchange.bodies.record,
             // Only a request that went upstream has a server (a blocked or local one may follow one that did).
             serverAddress: exchange.upstreamKey == nil ? nil : upstreamAddress, appTrust: exchange.appTrust,
-            systemServices: facts.verdict ?? exchange.systemServices, route: route)
+            systemServices: facts.verdict ?? exchange.systemServices, route: route,
+            // Only an origin's own response can offer HTTP/3 (the proxy's answers carry no Alt-Svc).
+            http3: exchange.upstreamKey == nil ? nil : HTTP3Advertisement(responseHeaders: exchange.responseHeaders))
         commands.append(.log(record))
     }
 

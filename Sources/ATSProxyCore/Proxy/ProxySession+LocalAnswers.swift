@@ -50,7 +50,8 @@ extension ProxySession {
         let keepAlive = framing == .none && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
         let page: OnboardingSite.Page
         if head.method == "GET" || head.method == "HEAD" {
-            page = site.page(for: path.hasPrefix("/") ? path : "/" + path)
+            let path = path.hasPrefix("/") ? path : "/" + path
+            page = autoConfigPage(for: path) ?? site.page(for: path)
         } else {
             page = OnboardingSite.Page(
                 status: 405, reason: "Method Not Allowed", contentType: "text/plain; charset=utf-8", fileName: nil,
@@ -68,6 +69,15 @@ extension ProxySession {
     mutating func answerProxyInfo(_ head: HTTPRequestHead, framing: HTTPBodyFraming) {
         if services.onboarding != nil, case .origin(let path) = head.target {
             answerOnboarding(head, path: path, framing: framing)
+            return
+        }
+        if case .origin(let path) = head.target, head.method == "GET" || head.method == "HEAD",
+            let page = autoConfigPage(for: path)
+        {
+            let keepAlive =
+                framing == .none && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
+            leg.sendLocal(LocalResponse(page), keepAlive: keepAlive, headOnly: head.method == "HEAD")
+            if !keepAlive { close() }
             return
         }
         let snapshot = services.policy.snapshot

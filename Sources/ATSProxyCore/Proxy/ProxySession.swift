@@ -35,6 +35,9 @@ public struct ProxySession {
 
     public let services: ProxyServices
     public let clientAddress: String
+    /// The proxy's own address on this connection (`host:port`, as the client reached it): what `/proxy.pac`
+    /// names. Nil when unknown (then the file is not served).
+    public let localAddress: String?
     /// N of `Connection N:` in console lines.
     public let connectionNumber: Int
     let taskUUID: UUID
@@ -62,9 +65,10 @@ public struct ProxySession {
     /// client or a fault ends it. A challenge without a verdict says so on its record.
     var endedByProxy: String?
 
-    public init(services: ProxyServices, clientAddress: String, connectionNumber: Int) {
+    public init(services: ProxyServices, clientAddress: String, connectionNumber: Int, localAddress: String? = nil) {
         self.services = services
         self.clientAddress = clientAddress
+        self.localAddress = localAddress
         self.connectionNumber = connectionNumber
         taskUUID = TaskUUIDs.next()
         taskIDPrefix = taskUUID.uuidString + "."

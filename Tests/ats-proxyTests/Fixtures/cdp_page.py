@@ -25,7 +25,7 @@ def fail(message):
 
 
 class Browser:
-    def __init__(self, chromium, profile, width, height):
+    def __init__(self, chromium, profile, width, height, extra=()):
         to_chrome_r, self.to_chrome = os.pipe()
         self.from_chrome, from_chrome_w = os.pipe()
 
@@ -41,7 +41,7 @@ class Browser:
         self.process = subprocess.Popen(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
              "--hide-scrollbars", f"--user-data-dir={profile}", "--remote-debugging-pipe",
-             f"--window-size={width},{height}", "about:blank"],
+             f"--window-size={width},{height}", *extra, "about:blank"],
             preexec_fn=wire, close_fds=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_chrome_r)
         os.close(from_chrome_w)
@@ -175,4 +175,5 @@ def main():
         browser.close()
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -24,6 +24,7 @@ Routes:
                             (default 30) and a close: an origin that stalls mid-response
   GET  /latin1              200 with the header X-Latin1: caf<0xE9> (one obs-text byte, not UTF-8)
   GET  /files/<name>        200 with the file <name> of --files DIR (404 when missing or no --files)
+  GET  /alt-svc?v=VALUE     200 "alt-svc\n" with the header Alt-Svc: VALUE (one header per v given)
 Every response carries X-Origin: <name> and X-Conn: <per-connection number>.
 TLS options: --tls-version pins one version, --group limits key exchange to one group, --no-ems
 refuses the extended master secret (RFC 7627) at TLS 1.2.
@@ -155,6 +156,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     self.simple(200, handle.read(), "application/json")
             else:
                 self.simple(404, b"no such file\n")
+        elif path == "/alt-svc":
+            self.simple(200, b"alt-svc\n", extra=[("Alt-Svc", value) for value in query.get("v", [])])
         elif path == "/headers":
             body = json.dumps([[k, v] for k, v in self.headers.items()]).encode()
             self.simple(200, body, "application/json")
