@@ -15,8 +15,11 @@ struct FlowView: Encodable {
     var host: String
     var proto: String
     var status: Int?
+    /// The `LoadOutcome` word.
     var outcome: String
     var code: String?
+    /// Whether the load broke ATS (`LoadOutcome.breaksATS`): what "violations only" shows and counts.
+    var violation: Bool
     var ms: Double
     var up: Int
     var down: Int
@@ -43,8 +46,9 @@ struct FlowView: Encodable {
         host = record.host
         proto = record.httpProtocol
         status = record.status
-        outcome = FlowOutcome(record).rawValue
-        code = FlowOutcome.code(of: record)
+        outcome = LoadOutcome(record).rawValue
+        code = LoadOutcome.code(of: record)
+        violation = LoadOutcome.breaksATS(record)
         ms = (record.durationMilliseconds * 10).rounded() / 10
         up = record.bytesFromClient
         down = record.bytesToClient

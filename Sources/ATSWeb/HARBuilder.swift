@@ -66,7 +66,7 @@ public struct HARBuilder: Sendable {
             serverIPAddress: record.serverAddress,
             connection: taskID.components(separatedBy: ">.<").first,
             comment: nil,
-            _atsOutcome: FlowOutcome(record).rawValue, _atsCode: FlowOutcome.code(of: record), _atsRule: record.rule,
+            _atsOutcome: LoadOutcome(record).rawValue, _atsCode: LoadOutcome.code(of: record), _atsRule: record.rule,
             _atsRuleChain: record.ruleChain, _atsFix: record.fix, _tls: record.tls,
             _atsSource: record.source.rawValue, _atsConsole: record.consoleLines.isEmpty ? nil : record.consoleLines)
     }

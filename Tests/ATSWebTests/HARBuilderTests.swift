@@ -66,7 +66,7 @@ import Testing
         let record = sampleRecord("https://down.example/", result: .failed, errorCode: -1004, status: nil)
         let entry = HARBuilder(allowSecrets: false, creatorVersion: "1").entry(record)
         #expect(entry.response.status == 0 && entry.response.httpVersion == "" && entry.response.bodySize == -1)
-        #expect(entry._atsOutcome == "failed")
+        #expect(entry._atsOutcome == "network error" && entry._atsCode == "-1004")
         let data = try HARBuilder(allowSecrets: false, creatorVersion: "1").data([Flow(id: 1, record: record)])
         let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
         #expect((object?["log"] as? [String: Any])?["entries"] is [Any])
@@ -92,11 +92,11 @@ import Testing
     /// are counted in the header beside the violations.
     @Test func pageOffersEveryOutcomeAndCountsChallengeFindings() {
         let html = WebPage.html(title: "t", capacity: 7)
-        for outcome in FlowOutcome.allCases {
+        for outcome in LoadOutcome.allCases {
             #expect(html.contains("<option>\(outcome.rawValue)</option>"), "\(outcome)")
-            #expect(html.contains(".o-\(outcome.rawValue){--c:"), "\(outcome)")
+            #expect(html.contains(".o-\(outcome.slug){--c:"), "\(outcome)")
         }
-        #expect(html.contains(#"if(r.dataset.outcome==="challenge-finding")cf++;"#))
+        #expect(html.contains(#"if(r.dataset.outcome==="challenge finding")cf++;"#))
         #expect(html.contains(#"" forged servers accepted (challenge findings), ""#))
     }
 }
