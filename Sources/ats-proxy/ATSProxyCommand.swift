@@ -19,7 +19,8 @@ struct ATSProxyCommand: ParsableCommand {
         version: ATSProxyVersion.text,
         subcommands: [
             RunCommand.self, ExecCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self,
-            DiagnoseCommand.self, SettingsCommand.self, SystemProxyCommand.self, TrustOverlayExecCommand.self,
+            DiagnoseCommand.self, VerifyCommand.self, FixCommand.self, SettingsCommand.self, SystemProxyCommand.self,
+            TrustOverlayExecCommand.self,
         ],
         defaultSubcommand: RunCommand.self
     )

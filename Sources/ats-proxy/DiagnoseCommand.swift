@@ -3,6 +3,7 @@ import ATSDiagnose
 import ATSPolicy
 import ATSProxyCore
 import ATSProxyIO
+import ATSReport
 import ATSTLS
 import ArgumentParser
 import Foundation
@@ -14,7 +15,9 @@ struct DiagnoseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diagnose", abstract: "Run nscurl-style ATS diagnostics against a server.",
         discussion: """
-            Exit status: 0 when the default ATS configuration passes, 1 otherwise, 2 on usage errors.
+            Exit status: 0 when the default ATS configuration passes, 1 otherwise, 2 on usage errors. With \
+            --from-report, every https host whose TLS failed in the session is checked, and the status is 1 \
+            when any of them fails.
 
             Examples:
               ats-proxy diagnose https://api.example.com/
@@ -58,18 +61,31 @@ struct DiagnoseCommand: ParsableCommand {
 
     @OptionGroup var ca: CAOptions
 
-    @Argument(help: "The https:// URL to test.")
-    var url: String
+    @Option(name: .long, help: "Check every https host whose TLS failed in this session report (report.json).")
+    var fromReport: String?
+
+    @Option(name: .long, help: "Output format: text or json.")
+    var format: ExplainCommand.OutputFormat = .text
+
+    @Argument(help: "The https:// URL to test (or --from-report).")
+    var url: String?
 
     func validate() throws {
         try UnknownOptionCheck.check(Array(CommandLine.arguments.dropFirst()), against: Self.self)
-        let target: RequestTarget
-        do {
-            target = try RequestTarget(parsing: url)
-        } catch {
-            throw ValidationError(error.description)
+        guard (url == nil) != (fromReport == nil) else {
+            throw ValidationError("give either an https:// URL or --from-report report.json")
         }
-        guard target.scheme == .https else { throw ValidationError("diagnose needs an https:// URL, got '\(url)'") }
+        if let url {
+            let target: RequestTarget
+            do {
+                target = try RequestTarget(parsing: url)
+            } catch {
+                throw ValidationError(error.description)
+            }
+            guard target.scheme == .https else {
+                throw ValidationError("diagnose needs an https:// URL, got '\(url)'")
+            }
+        }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         for spec in afPolicy {
             do {
@@ -89,6 +105,54 @@ struct DiagnoseCommand: ParsableCommand {
     }
 
     func run() throws {
+        let urls: [String]
+        do {
+            urls = try fromReport.map { try Self.failedHTTPSURLs(VerifyCommand.loadReport($0)) } ?? [url ?? ""]
+        } catch {
+            exitWithError(error)
+        }
+        var reports: [(url: String, report: DiagnosticsReport, afText: String)] = []
+        for url in urls {
+            let (report, afText) = diagnose(url)
+            reports.append((url, report, afText))
+        }
+        switch format {
+        case .text:
+            var text = ""
+            for (url, report, afText) in reports {
+                if fromReport != nil { text += "== \(url)\n" }
+                text += report.text + afText
+            }
+            if fromReport != nil, reports.isEmpty { text = "no https host failed its TLS in \(fromReport ?? "")\n" }
+            FileHandle.standardOutput.write(Data(text.utf8))
+        case .json:
+            let documents = reports.map { DiagnosisDocument(url: $0.url, report: $0.report) }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            let data = fromReport == nil ? try encoder.encode(documents[0]) : try encoder.encode(documents)
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        }
+        if reports.contains(where: { !$0.report.defaultPassed }) { throw ExitCode(1) }
+    }
+
+    /// The distinct `https://host:port/` origins of a report's loads whose TLS failed (ATS, trust or handshake).
+    static func failedHTTPSURLs(_ document: SessionReportDocument) -> [String] {
+        var urls: [String] = []
+        for host in document.hosts {
+            for verdict in host.verdicts where SessionVerifier.isTLSFailure(verdict.code) {
+                guard let target = try? RequestTarget(parsing: verdict.exampleURL), target.scheme == .https else {
+                    continue
+                }
+                let origin =
+                    "https://\(RequestTarget.uriHost(target.host))\(target.port == 443 ? "" : ":\(target.port)")/"
+                if !urls.contains(origin) { urls.append(origin) }
+            }
+        }
+        return urls
+    }
+
+    /// nscurl's diagnostics for `url` and the `--af-policy` section.
+    func diagnose(_ url: String) -> (DiagnosticsReport, String) {
         let report: DiagnosticsReport
         let afText: String
         do {
@@ -118,8 +182,7 @@ struct DiagnoseCommand: ParsableCommand {
         } catch {
             exitWithError(error)
         }
-        FileHandle.standardOutput.write(Data((report.text + afText).utf8))
-        if !report.defaultPassed { throw ExitCode(1) }
+        return (report, afText)
     }
 
     /// The `--af-policy` section: the first policy matching `host`, judged on the real chain (fetched over
@@ -159,5 +222,37 @@ struct DiagnoseCommand: ParsableCommand {
         var lines = AFPolicyReport.verdictLines(spec, host: host, real: real, interception: interception)
         if let note { lines.append(note) }
         return "\n" + lines.joined(separator: "\n") + "\n"
+    }
+}
+
+/// `diagnose --format json`: one URL's diagnostics as data.
+struct DiagnosisDocument: Encodable {
+    /// One of nscurl's loads.
+    struct Test: Encodable {
+        var section: String
+        var name: String
+        /// `PASS` or `FAIL`.
+        var result: String
+        /// `-1200 [3:-9836]` for a failure.
+        var code: String?
+        /// Why it failed.
+        var reason: String?
+    }
+
+    var url: String
+    /// Whether the default ATS configuration passed.
+    var defaultPassed: Bool
+    var tests: [Test]
+
+    init(url: String, report: DiagnosticsReport) {
+        self.url = url
+        defaultPassed = report.defaultPassed
+        tests = report.results.map { row, verdict in
+            Test(
+                section: row.section, name: row.name, result: verdict.isBlocked ? "FAIL" : "PASS",
+                code: verdict.isBlocked
+                    ? verdict.error.map { "\($0.rawValue)" + (verdict.streamPair.map { " \($0)" } ?? "") } : nil,
+                reason: verdict.isBlocked ? verdict.rule : nil)
+        }
     }
 }

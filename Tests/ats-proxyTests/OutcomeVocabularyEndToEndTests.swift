@@ -75,7 +75,7 @@ import Testing
             exception: Said(word: "allowed by exception", code: nil),
             blocked: Said(word: "blocked", code: "-1022"),
             failed: Said(word: "failed", code: "-1200 [3:-9836]"),
-            networkError: Said(word: "network error", code: "-1004"),
+            networkError: Said(word: "network error", code: "-1004 [1:61]"),
             passthroughRecord: Said(word: "passthrough", code: nil),
         ]
         let log = E2E.poll(timeout: 10) { () -> [[String: Any]]? in
