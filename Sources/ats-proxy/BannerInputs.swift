@@ -4,7 +4,8 @@ import Foundation
 /// from (the command line, an `ATS_PROXY_*` variable, the settings file by path). Resolved again from the process's
 /// own arguments, environment and working directory (the same pure resolution `main` made before parsing).
 enum BannerInputs {
-    /// `  settings file: PATH` (when there is one) and one line per setting that is not at its default.
+    /// `  settings file: PATH` (when there is one) and one line per setting that is not at its default: its value
+    /// (the number of values of a repeatable option) and its source.
     static func lines(
         arguments: [String] = Array(CommandLine.arguments.dropFirst()),
         environment: [String: String] = ProcessInfo.processInfo.environment,
@@ -22,7 +23,12 @@ enum BannerInputs {
         for setting in given {
             let values =
                 setting.arguments.isEmpty ? flagValues(setting.key.name, in: arguments) : injectedValues(setting)
-            let shown = values.map { redacted(setting.key.name, $0) }.joined(separator: ", ")
+            // A repeatable option shows how many values it got (its values are host names, patterns and paths the
+            // banner has no room for, and which would read as traffic to anyone searching the log for a host).
+            let shown =
+                setting.key.shape == .list
+                ? "(\(values.count) value\(values.count == 1 ? "" : "s"))"
+                : values.map { redacted(setting.key.name, $0) }.joined(separator: ", ")
             lines.append("    \(setting.key.name)\(shown.isEmpty ? "" : " \(shown)")  (\(source(setting.origin)))")
         }
         return lines

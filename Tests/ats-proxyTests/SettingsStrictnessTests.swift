@@ -85,10 +85,11 @@ import Testing
         #expect(!banner.contains("enforcing"), "\(banner)")
         #expect(banner.contains("  settings file: \(settings)\n"), "\(banner)")
         #expect(banner.contains("    mode report  (settings file \(settings))\n"), "\(banner)")
-        #expect(banner.contains(#"    ignore-hosts ^noise\.example:  (settings file "#), "\(banner)")
+        #expect(banner.contains("    ignore-hosts (1 value)  (settings file \(settings))\n"), "\(banner)")
         #expect(banner.contains("    max-connections 77  (environment ATS_PROXY_MAX_CONNECTIONS)\n"), "\(banner)")
         #expect(banner.contains("    loops 2  (command line)\n"), "\(banner)")
-        #expect(banner.contains("    listen 127.0.0.1:\(proxy.port)  (command line)\n"), "\(banner)")
+        #expect(banner.contains("    listen (1 value)  (command line)\n"), "\(banner)")
+        #expect(!banner.contains("noise"), "list values are counted, not shown: \(banner)")
     }
 
     /// A wildcard listener names the client ranges it accepts, and its device instructions never end in a
