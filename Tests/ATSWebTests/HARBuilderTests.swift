@@ -47,6 +47,20 @@ import Testing
         #expect(reused.timings.wait == 6 && reused.timings.receive == 14 && reused.time == 20)
     }
 
+    /// Differences of phase ends are written as the numbers they are (`1.1`), without binary float noise.
+    @Test func timingsCarryNoFloatNoise() throws {
+        let record = sampleRecord("https://a.example/").updating {
+            $0.durationMilliseconds = 3.3
+            $0.timings = RequestRecord.Timings(connectStart: 0.1, connected: 1.2, firstByte: 2.3)
+        }
+        #expect(1.2 - 0.1 != 1.1, "the arithmetic itself is noisy")
+        let entry = HARBuilder(allowSecrets: false, creatorVersion: "1").entry(record)
+        #expect(entry.timings.connect == 1.1 && entry.timings.wait == 1.1 && entry.timings.receive == 1.0)
+        let data = try HARBuilder(allowSecrets: false, creatorVersion: "1").data([Flow(id: 1, record: record)])
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(!text.contains("99999") && !text.contains("00001"), "\(text)")
+    }
+
     @Test func serverIPAddressIsTheRecordsServerAddressAndAbsentWithoutOne() throws {
         let builder = HARBuilder(allowSecrets: false, creatorVersion: "1")
         let sent = sampleRecord("https://a.example/").updating { $0.serverAddress = "::1" }
