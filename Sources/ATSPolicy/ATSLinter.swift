@@ -473,7 +473,7 @@ public struct ATSLinter: Sendable {
 }
 
 /// Levenshtein distance, for "did you mean" suggestions.
-func editDistance(_ lhs: String, _ rhs: String) -> Int {
+public func editDistance(_ lhs: String, _ rhs: String) -> Int {
     let a = Array(lhs)
     let b = Array(rhs)
     if a.isEmpty { return b.count }

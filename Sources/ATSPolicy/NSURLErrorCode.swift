@@ -1,7 +1,11 @@
 /// The NSURLErrorDomain codes ats-proxy reports, with Apple's constant names and the
 /// `NSLocalizedDescription` a device shows (reference §4.1).
 public enum NSURLErrorCode: Int, Sendable, Codable, CaseIterable {
+    /// The task was cancelled: the client went away before the response was complete.
+    case cancelled = -999
     case timedOut = -1001
+    /// A URL the loading system does not handle (a scheme other than http and https).
+    case unsupportedURL = -1002
     case cannotFindHost = -1003
     case cannotConnectToHost = -1004
     case networkConnectionLost = -1005
@@ -18,7 +22,9 @@ public enum NSURLErrorCode: Int, Sendable, Codable, CaseIterable {
     /// Apple's constant name, e.g. `NSURLErrorSecureConnectionFailed`.
     public var constantName: String {
         switch self {
+        case .cancelled: "NSURLErrorCancelled"
         case .timedOut: "NSURLErrorTimedOut"
+        case .unsupportedURL: "NSURLErrorUnsupportedURL"
         case .cannotFindHost: "NSURLErrorCannotFindHost"
         case .cannotConnectToHost: "NSURLErrorCannotConnectToHost"
         case .networkConnectionLost: "NSURLErrorNetworkConnectionLost"
@@ -39,7 +45,9 @@ public enum NSURLErrorCode: Int, Sendable, Codable, CaseIterable {
         let spoof =
             "You might be connecting to a server that is pretending to be “\(host)” which could put your confidential information at risk."
         switch self {
+        case .cancelled: return "cancelled"
         case .timedOut: return "The request timed out."
+        case .unsupportedURL: return "unsupported URL"
         case .cannotFindHost: return "A server with the specified hostname could not be found."
         case .cannotConnectToHost: return "Could not connect to the server."
         case .networkConnectionLost: return "The network connection was lost."

@@ -83,7 +83,9 @@ public enum ATSDeviceError {
         let spoof =
             "You might be connecting to a server that is pretending to be “\(host)” which could put your confidential information at risk."
         switch code {
+        case -999: return "cancelled"
         case -1001: return "The request timed out."
+        case -1002: return "unsupported URL"
         case -1003: return "A server with the specified hostname could not be found."
         case -1004: return "Could not connect to the server."
         case -1005: return "The network connection was lost."

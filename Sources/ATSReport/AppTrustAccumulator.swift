@@ -71,7 +71,7 @@ struct AppTrustAccumulator: Sendable {
         switch record.result {
         case .challengeAccepted: finding = true
         case .challengeRefused: finding = false
-        case .completed, .blockedCleartext, .failed, .reported, .clientUntrustedCA:
+        case .completed, .blockedCleartext, .failed, .refused, .reported, .clientUntrustedCA:
             preconditionFailure("AppTrustAccumulator.addChallenge with a \(record.result.rawValue) record")
         }
         if finding { challengeFindings += 1 } else { challengePasses += 1 }

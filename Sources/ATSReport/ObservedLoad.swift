@@ -141,6 +141,8 @@ struct ObservedLoad: Sendable, Hashable {
         case .completed: return .ok
         case .blockedCleartext, .reported: return .violation
         case .clientUntrustedCA: return .clientUntrustedCA
+        // The proxy's own refusal (a target it does not serve): not the app's policy, nothing an Info.plist fixes.
+        case .refused: return .transportFailure
         // A challenge is the app's trust on trial, not an ATS verdict (SessionReport routes these records to the
         // App trust section before any ATS figure).
         case .challengeRefused, .challengeAccepted: return .ok

@@ -108,7 +108,7 @@ enum ReportHTMLWriter {
         var html = "<article class=\"host \(tone)\">\n"
         html += "<h3><span class=\"badge \(tone)\">\(label)</span> \(e(host.host))</h3>\n"
         html +=
-            "<p class=\"counts\">\(host.requests) request\(host.requests == 1 ? "" : "s") · \(host.allowed) allowed · \(host.blocked) blocked · \(host.failed) failed · \(host.reported) reported · \(e(host.schemes.joined(separator: ", "))) · \(e(host.sources.joined(separator: ", ")))\(host.routes.isEmpty ? "" : " · via " + e(host.routes.joined(separator: ", ")))</p>\n"
+            "<p class=\"counts\">\(host.requests) request\(host.requests == 1 ? "" : "s") · \(e(outcomeCounts(host.outcomes))) · \(e(host.schemes.joined(separator: ", "))) · \(e(host.sources.joined(separator: ", ")))\(host.routes.isEmpty ? "" : " · via " + e(host.routes.joined(separator: ", ")))</p>\n"
         if let rule = host.failedRule, !rule.isEmpty {
             html += "<p><b>Rule:</b> \(e(rule))</p>\n"
         }
@@ -119,7 +119,7 @@ enum ReportHTMLWriter {
         for verdict in host.verdicts {
             let (_, verdictTone) = statusLabel(verdict.kind)
             html +=
-                "<tr class=\"\(verdictTone)\"><td data-h=\"Outcome\">\(e(verdict.result))</td><td data-h=\"Code\"><code>\(e(verdict.code ?? "—"))</code></td><td data-h=\"Count\">\(verdict.count)</td><td data-h=\"Rule\">\(e(verdict.rule.isEmpty ? "—" : verdict.rule))<br><span class=\"small\">\(e(verdict.exampleURL))\(verdict.exampleRoute.map { " (" + e($0) + ")" } ?? "")</span></td></tr>\n"
+                "<tr class=\"\(verdictTone)\"><td data-h=\"Outcome\">\(e(verdict.outcome.rawValue))</td><td data-h=\"Code\"><code>\(e(verdict.code ?? "—"))</code></td><td data-h=\"Count\">\(verdict.count)</td><td data-h=\"Rule\">\(e(verdict.rule.isEmpty ? "—" : verdict.rule))<br><span class=\"small\">\(e(verdict.exampleURL))\(verdict.exampleRoute.map { " (" + e($0) + ")" } ?? "")</span></td></tr>\n"
         }
         html += "</tbody>\n</table>\n"
         if !host.tls.isEmpty {
@@ -209,4 +209,14 @@ enum ReportHTMLWriter {
         }
 
         """
+
+    /// `2 allowed · 1 network error`: the counts by outcome word, in `LoadOutcome`'s order (the same words as the
+    /// log, the HAR and the live page).
+    static func outcomeCounts(_ counts: [String: Int]) -> String {
+        let parts = LoadOutcome.allCases.compactMap { outcome in
+            counts[outcome.rawValue].map { "\($0) \(outcome.rawValue)" }
+        }
+        return parts.isEmpty ? "no outcome" : parts.joined(separator: " · ")
+    }
+
 }

@@ -38,7 +38,8 @@ enum ReportJUnitWriter {
             lines.append(#"    <testcase classname="ats-proxy.hosts" name="\#(e(host.host))" time="\#(seconds)">"#)
             let bad = host.verdicts.filter { $0.kind != .ok }
             let summary = bad.map { verdict in
-                var text = "\(verdict.code ?? verdict.result) × \(verdict.count): \(verdict.rule)"
+                var text =
+                    "\(verdict.outcome.rawValue)\(verdict.code.map { " \($0)" } ?? "") × \(verdict.count): \(verdict.rule)"
                 if let fix = verdict.fix { text += "\n  fix: \(fix)" }
                 text += "\n  e.g. \(verdict.exampleURL)" + (verdict.exampleRoute.map { " (\($0))" } ?? "")
                 return text
@@ -61,7 +62,7 @@ enum ReportJUnitWriter {
                 break
             }
             var out =
-                "\(host.requests) request(s): \(host.allowed) allowed, \(host.blocked) blocked, \(host.failed) failed, \(host.reported) reported; schemes \(host.schemes.joined(separator: ", "))"
+                "\(host.requests) request(s): \(ReportHTMLWriter.outcomeCounts(host.outcomes).replacingOccurrences(of: " · ", with: ", ")); schemes \(host.schemes.joined(separator: ", "))"
             for tls in host.tls {
                 out +=
                     "\nTLS: \(tls.version ?? "?") \(tls.cipher ?? "?")\(tls.group.map { " group \($0)" } ?? "") leaf \(tls.leafKey ?? "?") \(tls.leafSignature ?? "?") chain \(tls.chainLength ?? "?") × \(tls.count)"

@@ -216,6 +216,8 @@ extension SessionReport {
         var appTrust = AppTrustAccumulator()
         /// What the host filter left alone (set when the report is written).
         var ignored = HostFilter.Ignored()
+        /// The app's loads by outcome word (challenged connections are counted in the app-trust part only).
+        var outcomes: [LoadOutcome: Int] = [:]
 
         init(policy: Policy) { self.policy = policy }
 
@@ -235,9 +237,10 @@ extension SessionReport {
             case .challengeRefused, .challengeAccepted:
                 appTrust.addChallenge(record)
                 return
-            case .completed, .blockedCleartext, .failed, .reported, .clientUntrustedCA:
+            case .completed, .blockedCleartext, .failed, .refused, .reported, .clientUntrustedCA:
                 break
             }
+            outcomes[LoadOutcome(record), default: 0] += 1
             if let pinning = record.appTrust?.pinning { appTrust.addPinning(pinning, host: record.host) }
             let signature = RecordSignature(record)
             if let classification = known[signature] {
@@ -368,8 +371,16 @@ extension SessionReport {
                         .count,
                     pinningInterceptionRefused: appTrustSection.hosts.filter {
                         $0.pinning?.interceptionChain.accepted == false
-                    }.count),
+                    }.count, outcomes: Self.words(outcomes, ignored: ignored.connections)),
                 hosts: hostReports, appTrust: appTrustSection, minimalDictionary: minimal, comparison: comparison)
+        }
+
+        /// Counts by outcome word, as report.json writes them (`ignored` from the host filter's count when given).
+        static func words(_ counts: [LoadOutcome: Int], ignored: Int = 0) -> [String: Int] {
+            var words: [String: Int] = [:]
+            for (outcome, count) in counts where count > 0 { words[outcome.rawValue] = count }
+            if ignored > 0 { words[LoadOutcome.ignored.rawValue] = ignored }
+            return words
         }
 
         static func summary(_ options: EvaluationOptions) -> OptionsSummary {
@@ -412,6 +423,7 @@ extension SessionReport {
         var failed = 0
         var reported = 0
         var violations = 0
+        var outcomes: [LoadOutcome: Int] = [:]
         var http = 0
         var bytesFromClient = 0
         var bytesToClient = 0
@@ -458,13 +470,14 @@ extension SessionReport {
             if !sources.contains(record.source.rawValue) { sources.append(record.source.rawValue) }
             if let route = record.route?.rawValue, !routes.contains(route) { routes.append(route) }
             let code = ObservedLoad.code(of: record)
-            let verdictKey = "\(record.result.rawValue)|\(code ?? "")|\(record.rule)"
+            let outcome = LoadOutcome(record)
+            let verdictKey = "\(record.result.rawValue)|\(outcome.rawValue)|\(code ?? "")|\(record.rule)"
             var verdict = verdictIndex[verdictKey]
             if verdict == nil && verdicts.count < SessionReport.maximumVerdictsPerHost {
                 verdicts.append(
                     VerdictSummary(
-                        result: record.result.rawValue, code: code, kind: kind, count: 0, rule: record.rule,
-                        fix: record.fix, exampleURL: record.url, exampleRoute: record.route?.rawValue))
+                        result: record.result.rawValue, outcome: outcome, code: code, kind: kind, count: 0,
+                        rule: record.rule, fix: record.fix, exampleURL: record.url, exampleRoute: record.route?.rawValue))
                 verdict = verdicts.count - 1
                 verdictIndex[verdictKey] = verdict
             }
@@ -500,9 +513,10 @@ extension SessionReport {
             bytesFromClient += max(0, record.bytesFromClient)
             bytesToClient += max(0, record.bytesToClient)
             if record.durationMilliseconds.isFinite { durationMilliseconds += max(0, record.durationMilliseconds) }
+            outcomes[LoadOutcome(record), default: 0] += 1
             switch record.result {
             case .completed: allowed += 1
-            case .blockedCleartext: blocked += 1
+            case .blockedCleartext, .refused: blocked += 1
             case .failed, .clientUntrustedCA: failed += 1
             case .challengeRefused, .challengeAccepted:
                 preconditionFailure("HostAccumulator.count: a \(record.result.rawValue) record is never an ATS load")
@@ -550,7 +564,8 @@ extension SessionReport {
             let schemeOrder = ["http", "https"].filter { schemes.contains($0) }
             return HostReport(
                 host: host, status: status, requests: requests, allowed: allowed, blocked: blocked, failed: failed,
-                reported: reported, violations: violations, bytesFromClient: bytesFromClient,
+                reported: reported, violations: violations, outcomes: State.words(outcomes),
+                bytesFromClient: bytesFromClient,
                 bytesToClient: bytesToClient,
                 durationMilliseconds: durationMilliseconds, schemes: schemeOrder, sources: sources, routes: routes,
                 verdicts: ordered, tls: tls, failedRule: worst?.rule, fix: worst?.fix, needs: needs,

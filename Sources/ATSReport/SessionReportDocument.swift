@@ -86,6 +86,10 @@ public struct Totals: Sendable, Codable, Equatable {
     /// policy refuses the proxy's chain (interception breaks the app there).
     public var pinningRealChainRefused: Int
     public var pinningInterceptionRefused: Int
+    /// The app's requests by outcome word (`LoadOutcome`: `allowed`, `network error`, …; a challenged connection
+    /// is in `challengePasses`/`challengeFindings` only), and `ignored` for the connections the host filter left
+    /// alone. Words never seen are absent.
+    public var outcomes: [String: Int]
 }
 
 /// How bad a host's traffic was; hosts are sorted by this, worst first.
@@ -127,6 +131,8 @@ public struct HostReport: Sendable, Codable, Equatable {
     public var reported: Int
     /// Requests that broke ATS.
     public var violations: Int
+    /// The host's requests by outcome word (`LoadOutcome`); words never seen are absent.
+    public var outcomes: [String: Int]
     /// Bytes the clients sent and received through the proxy for this host.
     public var bytesFromClient: Int
     public var bytesToClient: Int
@@ -168,8 +174,10 @@ public struct HostHTTP3: Sendable, Codable, Equatable {
 
 /// One distinct outcome for a host.
 public struct VerdictSummary: Sendable, Codable, Equatable {
-    /// `completed`, `blocked-cleartext`, `failed`, `reported`.
+    /// `completed`, `blocked-cleartext`, `failed`, `refused`, `reported`, `client-untrusted-ca`: the record's class.
     public var result: String
+    /// The outcome word every output uses for these loads (`LoadOutcome`).
+    public var outcome: LoadOutcome
     /// `-1022`, `-1200 [3:-9836]`; nil for completed loads.
     public var code: String?
     /// `violation`, `client-untrusted-ca`, `trust-failure`, `transport-failure` or `ok`.

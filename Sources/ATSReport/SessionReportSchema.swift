@@ -62,7 +62,7 @@ public enum SessionReportSchema {
               "type": "object", "additionalProperties": false,
               "required": ["requests", "allowed", "blocked", "failed", "reported", "hosts", "violations",
                            "ignoredConnections", "ignoredHosts", "clientUntrustedCA", "challengePasses",
-                           "challengeFindings", "pinningRealChainRefused", "pinningInterceptionRefused"],
+                           "challengeFindings", "pinningRealChainRefused", "pinningInterceptionRefused", "outcomes"],
               "properties": {
                 "requests": { "$ref": "#/$defs/count" }, "allowed": { "$ref": "#/$defs/count" },
                 "blocked": { "$ref": "#/$defs/count" }, "failed": { "$ref": "#/$defs/count" },
@@ -72,7 +72,8 @@ public enum SessionReportSchema {
                 "clientUntrustedCA": { "$ref": "#/$defs/count" },
                 "challengePasses": { "$ref": "#/$defs/count" }, "challengeFindings": { "$ref": "#/$defs/count" },
                 "pinningRealChainRefused": { "$ref": "#/$defs/count" },
-                "pinningInterceptionRefused": { "$ref": "#/$defs/count" }
+                "pinningInterceptionRefused": { "$ref": "#/$defs/count" },
+                "outcomes": { "$ref": "#/$defs/outcomeCounts" }
               }
             },
             "hosts": { "type": "array", "items": { "$ref": "#/$defs/host" } },
@@ -136,6 +137,14 @@ public enum SessionReportSchema {
           },
           "$defs": {
             "count": { "type": "integer", "minimum": 0 },
+            "outcome": {
+              "enum": ["allowed", "allowed by exception", "blocked", "failed", "network error", "reported",
+                       "passthrough", "ignored", "challenge passed", "challenge finding"]
+            },
+            "outcomeCounts": {
+              "type": "object", "propertyNames": { "$ref": "#/$defs/outcome" },
+              "additionalProperties": { "type": "integer", "minimum": 1 }
+            },
             "boolSetting": { "enum": ["absent", "YES", "NO"] },
             "tlsVersion": { "enum": ["TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"] },
             "status": { "enum": ["violation", "client-untrusted-ca", "trust-failure", "transport-failure", "ok"] },
@@ -198,7 +207,7 @@ public enum SessionReportSchema {
             },
             "host": {
               "type": "object", "additionalProperties": false,
-              "required": ["host", "status", "requests", "allowed", "blocked", "failed", "reported", "violations",
+              "required": ["host", "status", "requests", "allowed", "blocked", "failed", "reported", "violations", "outcomes",
                            "bytesFromClient", "bytesToClient", "durationMilliseconds", "schemes", "sources",
                            "routes", "verdicts", "tls", "needs"],
               "properties": {
@@ -207,6 +216,7 @@ public enum SessionReportSchema {
                 "requests": { "$ref": "#/$defs/count" }, "allowed": { "$ref": "#/$defs/count" },
                 "blocked": { "$ref": "#/$defs/count" }, "failed": { "$ref": "#/$defs/count" },
                 "reported": { "$ref": "#/$defs/count" }, "violations": { "$ref": "#/$defs/count" },
+                "outcomes": { "$ref": "#/$defs/outcomeCounts" },
                 "bytesFromClient": { "$ref": "#/$defs/count" }, "bytesToClient": { "$ref": "#/$defs/count" },
                 "durationMilliseconds": { "type": "number", "minimum": 0 },
                 "schemes": { "type": "array", "items": { "enum": ["http", "https"] } },
@@ -216,11 +226,12 @@ public enum SessionReportSchema {
                   "type": "array",
                   "items": {
                     "type": "object", "additionalProperties": false,
-                    "required": ["result", "kind", "count", "rule", "exampleURL"],
+                    "required": ["result", "outcome", "kind", "count", "rule", "exampleURL"],
                     "properties": {
                       "result": {
-                        "enum": ["completed", "blocked-cleartext", "failed", "reported", "client-untrusted-ca"]
+                        "enum": ["completed", "blocked-cleartext", "failed", "refused", "reported", "client-untrusted-ca"]
                       },
+                      "outcome": { "$ref": "#/$defs/outcome" },
                       "code": { "type": "string", "pattern": "^-?\\d+( \\[-?\\d+:-?\\d+\\])?$" },
                       "kind": { "$ref": "#/$defs/status" },
                       "count": { "type": "integer", "minimum": 1 },

@@ -347,7 +347,10 @@ public struct UpstreamVerdict: Sendable {
             return
                 "the certificate is for \(names.isEmpty ? "no DNS name" : names.joined(separator: ", ")), not \(summary.host)"
         case .weakKey(let depth, let key, let minimumBits):
-            return "\(which(depth)) has a \(key)-bit key; at least \(minimumBits) bits are required"
+            // "an RSA 1024-bit key", "an EC 224-bit key": the article follows the letters as they are spoken.
+            let spoken = "\(key)"
+            let article = spoken.hasPrefix("RSA") || spoken.hasPrefix("EC") ? "an" : "a"
+            return "\(which(depth)) has \(article) \(key)-bit key; at least \(minimumBits) bits are required"
         case .weakSignatureHash(let depth, let hash, let minimum):
             return "\(which(depth)) is signed with \(hash.rawValue); \(minimum.rawValue) or stronger is required"
         case .missingServerAuthEKU(let present):

@@ -17,8 +17,11 @@ struct FlowView: Encodable {
     /// How the load reached the proxy (`ProxyRoute` raw value), when its record names one.
     var route: String?
     var status: Int?
+    /// The `LoadOutcome` word.
     var outcome: String
     var code: String?
+    /// Whether the load broke ATS (`LoadOutcome.breaksATS`): what "violations only" shows and counts.
+    var violation: Bool
     var ms: Double
     var up: Int
     var down: Int
@@ -55,8 +58,9 @@ struct FlowView: Encodable {
         proto = record.httpProtocol
         route = record.route?.rawValue
         status = record.status
-        outcome = FlowOutcome(record).rawValue
-        code = FlowOutcome.code(of: record)
+        outcome = LoadOutcome(record).rawValue
+        code = LoadOutcome.code(of: record)
+        violation = LoadOutcome.breaksATS(record)
         ms = (record.durationMilliseconds * 10).rounded() / 10
         up = record.bytesFromClient
         down = record.bytesToClient

@@ -33,7 +33,8 @@ public struct HARArchive: Sendable, Codable, Equatable {
         /// The client connection's task id prefix (`<UUID>`), shared by requests on one connection.
         public var connection: String?
         public var comment: String?
-        /// allowed, blocked, failed, reported, ignored, challenge-pass or challenge-finding (`FlowOutcome`).
+        /// The outcome word (`LoadOutcome`): allowed, allowed by exception, blocked, failed, network error,
+        /// reported, passthrough, challenge passed or challenge finding.
         public var _atsOutcome: String
         /// `-1022`, `-1200 [3:-9824]`; absent when the load succeeded.
         public var _atsCode: String?

@@ -60,13 +60,14 @@ public struct HARBuilder: Sendable {
         let taskID = record.taskID
         return HARArchive.Entry(
             startedDateTime: Self.timestamp(record.time),
-            time: [timings.blocked, timings.dns, timings.connect, timings.send, timings.wait, timings.receive]
-                .filter { $0 > 0 }.reduce(0, +),
+            time: Self.milliseconds(
+                [timings.blocked, timings.dns, timings.connect, timings.send, timings.wait, timings.receive]
+                    .filter { $0 > 0 }.reduce(0, +)),
             request: request, response: response, cache: HARArchive.Cache(), timings: timings,
             serverIPAddress: record.serverAddress,
             connection: taskID.components(separatedBy: ">.<").first,
             comment: nil,
-            _atsOutcome: FlowOutcome(record).rawValue, _atsCode: FlowOutcome.code(of: record), _atsRule: record.rule,
+            _atsOutcome: LoadOutcome(record).rawValue, _atsCode: LoadOutcome.code(of: record), _atsRule: record.rule,
             _atsRuleChain: record.ruleChain, _atsFix: record.fix, _tls: record.tls,
             _atsSource: record.source.rawValue, _atsConsole: record.consoleLines.isEmpty ? nil : record.consoleLines,
             _atsRoute: record.route?.rawValue)
@@ -129,7 +130,14 @@ public struct HARBuilder: Sendable {
         let wait = phases.firstByte.map { max(0, min($0, total) - min(waitStart, total)) } ?? max(0, total - waitStart)
         let receive = phases.firstByte.map { max(0, total - min($0, total)) } ?? 0
         return HARArchive.Timings(
-            blocked: blocked, dns: -1, connect: connect, send: 0, wait: wait, receive: receive, ssl: ssl)
+            blocked: milliseconds(blocked), dns: -1, connect: milliseconds(connect), send: 0, wait: milliseconds(wait),
+            receive: milliseconds(receive), ssl: milliseconds(ssl))
+    }
+
+    /// `value` rounded to the microsecond, so that sums and differences of phase ends are written as `1.1`, not
+    /// `1.0999999999999999` (the nearest double to a three-decimal number prints as that number).
+    static func milliseconds(_ value: Double) -> Double {
+        (value * 1000).rounded() / 1000
     }
 
     /// `HTTP/1.1` or `HTTP/2.0` (what DevTools writes) from the record's `http/1.1` or `h2`.

@@ -46,7 +46,7 @@ enum WebPage {
         td.url{max-width:24rem;overflow:hidden;text-overflow:ellipsis}td.num{text-align:right;font-variant-numeric:tabular-nums}
         tr.flow{cursor:pointer}tr.flow:hover{background:var(--panel)}tr.flow.sel{background:var(--sel)}
         tr.flow td:first-child{border-left:4px solid var(--c)}
-        .o-allowed{--c:var(--allowed)}.o-blocked{--c:var(--blocked)}.o-failed{--c:var(--failed)}.o-reported{--c:var(--reported)}.o-ignored{--c:var(--ignored)}.o-challenge-pass{--c:var(--allowed)}.o-challenge-finding{--c:var(--finding)}
+        .o-allowed{--c:var(--allowed)}.o-allowed-by-exception{--c:var(--allowed)}.o-blocked{--c:var(--blocked)}.o-failed{--c:var(--blocked)}.o-network-error{--c:var(--failed)}.o-reported{--c:var(--reported)}.o-passthrough{--c:var(--ignored)}.o-ignored{--c:var(--ignored)}.o-challenge-passed{--c:var(--allowed)}.o-challenge-finding{--c:var(--finding)}
         .badge{color:var(--c);font-weight:600}
         aside{overflow:auto;padding:.6rem .8rem}aside h2{font-size:.95rem;margin:.9rem 0 .3rem}aside h2:first-child{margin-top:0}
         pre{tab-size:4;font:12px/1.35 ui-monospace,Menlo,monospace;background:var(--panel);padding:.5rem;border-radius:6px;white-space:pre-wrap;word-break:break-all;margin:0}
@@ -63,7 +63,7 @@ enum WebPage {
         <span class="dl"><a href="/session.har" download>HAR</a><a href="/report.json" download>report.json</a><a href="/report.html" download>report.html</a><a href="/ats-proxy-ca.pem" download>CA</a></span></header>
         <div class="filters">
         <input type="search" id="f-host" placeholder="host" aria-label="host">
-        <select id="f-outcome" aria-label="outcome"><option value="">any outcome</option><option>allowed</option><option>blocked</option><option>failed</option><option>reported</option><option>ignored</option><option>challenge-pass</option><option>challenge-finding</option></select>
+        <select id="f-outcome" aria-label="outcome"><option value="">any outcome</option><option>allowed</option><option>allowed by exception</option><option>blocked</option><option>failed</option><option>network error</option><option>reported</option><option>passthrough</option><option>ignored</option><option>challenge passed</option><option>challenge finding</option></select>
         <input type="search" id="f-code" placeholder="code (-1022)" aria-label="code">
         <select id="f-source" aria-label="source"><option value="">any source</option><option value="urlsession">URLSession</option><option value="webkit">WebKit</option><option value="media">media</option></select>
         <input type="search" id="f-text" placeholder="text" aria-label="free text">
@@ -88,7 +88,8 @@ enum WebPage {
         function el(tag,cls,text){const e=document.createElement(tag);if(cls)e.className=cls;if(text!==undefined&&text!==null)e.textContent=String(text);return e;}
         function fmtTime(iso){const d=new Date(iso);return d.toLocaleTimeString([], {hour12:false})+"."+String(d.getMilliseconds()).padStart(3,"0");}
         function fmtBytes(n){return n<1024?n+" B":n<1048576?(n/1024).toFixed(1)+" KB":(n/1048576).toFixed(1)+" MB";}
-        function isViolation(o){return o.outcome==="blocked"||o.outcome==="reported";}
+        function isViolation(o){return o.violation;}
+        function slug(w){return w.replace(/ /g,"-");}
         function matches(o){
         const host=f.host.value.trim().toLowerCase();if(host&&!o.host.toLowerCase().includes(host))return false;
         if(f.outcome.value&&o.outcome!==f.outcome.value)return false;
@@ -99,7 +100,7 @@ enum WebPage {
         if(text){const hay=[o.url,o.method,o.rule,o.fix||"",o.code||"",o.outcome,String(o.status||""),o.ruleChain.join(" ")].join(" ").toLowerCase();if(!hay.includes(text))return false;}
         return true;}
         function row(o){
-        const tr=el("tr","flow o-"+o.outcome);tr.dataset.id=o.id;tr.dataset.outcome=o.outcome;tr.dataset.code=o.code||"";tr.dataset.host=o.host;if(o.http3)tr.dataset.h3="offered";
+        const tr=el("tr","flow o-"+slug(o.outcome));tr.dataset.id=o.id;tr.dataset.outcome=o.outcome;tr.dataset.violation=o.violation?"1":"";tr.dataset.code=o.code||"";tr.dataset.host=o.host;if(o.http3)tr.dataset.h3="offered";
         tr.append(el("td","",fmtTime(o.time)),el("td","wide",o.source),el("td","",o.method));
         const u=el("td","url",o.url);u.title=o.url;tr.append(u);
         tr.append(el("td","wide",o.proto+(o.route&&o.route!=="absolute-form"&&o.route!=="CONNECT+TLS"?" · "+o.route:"")),el("td","num",o.status||"—"),el("td","badge",o.outcome),el("td","",o.code||""),
@@ -109,7 +110,7 @@ enum WebPage {
         if(o.id<=clearedThrough||flows.has(o.id))return;
         flows.set(o.id,o);rows.append(row(o));
         while(flows.size>capacity){const first=flows.keys().next().value;flows.delete(first);const r=rows.firstElementChild;if(r)r.remove();}}
-        function updateCounts(){let shown=0,v=0,cf=0;for(const r of rows.children){if(!r.hidden)shown++;if(r.dataset.outcome==="blocked"||r.dataset.outcome==="reported")v++;if(r.dataset.outcome==="challenge-finding")cf++;}
+        function updateCounts(){let shown=0,v=0,cf=0;for(const r of rows.children){if(!r.hidden)shown++;if(r.dataset.violation)v++;if(r.dataset.outcome==="challenge finding")cf++;}
         counts.textContent=flows.size+" flows, "+v+" violations, "+(cf?cf+" forged servers accepted (challenge findings), ":"")+shown+" shown"+(paused?" (paused, "+held.length+" waiting)":"")+
         (skipped?"; "+skipped+" not shown while the proxy was busy (they are in the HAR)":"");}
         function applyFilters(){for(const r of rows.children){const o=flows.get(Number(r.dataset.id));r.hidden=!o||!matches(o);}updateCounts();}
@@ -120,10 +121,10 @@ enum WebPage {
         const o=flows.get(Number(id));if(!o)return false;selected=o.id;
         for(const r of rows.querySelectorAll("tr.sel"))r.classList.remove("sel");
         const r=rows.querySelector('tr[data-id="'+o.id+'"]');if(r)r.classList.add("sel");
-        detail.textContent="";detail.className="o-"+o.outcome;
+        detail.textContent="";detail.className="o-"+slug(o.outcome);
         const t=el("h2","",o.method+" "+o.url);t.style.wordBreak="break-all";detail.append(t);
         detail.append(kv([["outcome",o.outcome+(o.code?" ("+o.code+")":"")],["status",o.status||"no response"],["protocol",o.proto],["route",o.route||"—"],["source",o.source],["client",o.client],["task",o.task],["ATS in force",o.atsRequired?"yes":"no"]]));
-        const rule=el("div","rule",o.rule);rule.id="d-rule";section(o.outcome.startsWith("challenge-")?"Challenge (--challenge)":o.outcome==="allowed"||o.outcome==="ignored"?"Decision":"Failing requirement",rule);
+        const rule=el("div","rule",o.rule);rule.id="d-rule";section(o.outcome.startsWith("challenge ")?"Challenge (--challenge)":o.outcome.startsWith("allowed")||o.outcome==="passthrough"?"Decision":"Failing requirement",rule);
         const chain=el("pre","",o.ruleChain.length?o.ruleChain.map((k,i)=>(i?"↳ ":"")+k).join("\n"):"(no rule chain)");chain.id="d-chain";section("Rule chain (most specific first)",chain);
         if(o.fix){const fx=el("div","fix",o.fix);fx.id="d-fix";section("Smallest Info.plist fix",fx);}
         const tls=o.tls?kv(Object.keys(o.tls).sort().map(k=>[k,o.tls[k]])):el("p","muted","no upstream TLS handshake");tls.id="d-tls";section("TLS",tls);

@@ -19,7 +19,8 @@ struct ATSProxyCommand: ParsableCommand {
         version: ATSProxyVersion.text,
         subcommands: [
             RunCommand.self, ExecCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self,
-            DiagnoseCommand.self, CTCommand.self, SettingsCommand.self, SystemProxyCommand.self,
+            DiagnoseCommand.self, VerifyCommand.self, FixCommand.self, CTCommand.self, SettingsCommand.self,
+            SystemProxyCommand.self,
             TrustOverlayExecCommand.self,
         ],
         defaultSubcommand: RunCommand.self

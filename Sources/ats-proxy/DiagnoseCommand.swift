@@ -3,6 +3,7 @@ import ATSDiagnose
 import ATSPolicy
 import ATSProxyCore
 import ATSProxyIO
+import ATSReport
 import ATSTLS
 import ArgumentParser
 import Foundation
@@ -22,7 +23,9 @@ struct DiagnoseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diagnose", abstract: "Run nscurl-style ATS diagnostics against a server.",
         discussion: """
-            Exit status: 0 when the default ATS configuration passes, 1 otherwise, 2 on usage errors.
+            Exit status: 0 when the default ATS configuration passes, 1 otherwise, 2 on usage errors. With \
+            --from-report, every https host whose TLS failed in the session is checked, and the status is 1 \
+            when any of them fails.
 
             Examples:
               ats-proxy diagnose https://api.example.com/
@@ -87,21 +90,41 @@ struct DiagnoseCommand: ParsableCommand {
 
     @OptionGroup var ca: CAOptions
 
-    @Argument(help: "The https:// URL to test.")
-    var url: String
+    @Option(name: .long, help: "Check every https host whose TLS failed in this session report (report.json).")
+    var fromReport: String?
+
+    @Option(name: .long, help: "Output format: text or json.")
+    var format: ExplainCommand.OutputFormat = .text
+
+    @Argument(help: "The https:// URL to test (or --from-report).")
+    var url: String?
 
     func validate() throws {
         try UnknownOptionCheck.check(Array(CommandLine.arguments.dropFirst()), against: Self.self)
-        let target: RequestTarget
-        do {
-            target = try RequestTarget(parsing: url)
-        } catch {
-            throw ValidationError(error.description)
+        guard (url == nil) != (fromReport == nil) else {
+            throw ValidationError("give either an https:// URL or --from-report report.json")
         }
-        guard target.scheme == .https else { throw ValidationError("diagnose needs an https:// URL, got '\(url)'") }
+        if let url {
+            let target: RequestTarget
+            do {
+                target = try RequestTarget(parsing: url)
+            } catch {
+                throw ValidationError(error.description)
+            }
+            guard target.scheme == .https else {
+                throw ValidationError("diagnose needs an https:// URL, got '\(url)'")
+            }
+        }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         guard !(tlsDiagnostics && profile == .systemServices) else {
             throw ValidationError("--tls-diagnostics and --profile system-services exclude each other")
+        }
+        if tlsDiagnostics || profile == .systemServices {
+            guard fromReport == nil, format == .text else {
+                throw ValidationError(
+                    "--tls-diagnostics and --profile system-services take one URL and print text (not --from-report or --format json)"
+                )
+            }
         }
         for spec in afPolicy {
             do {
@@ -121,62 +144,134 @@ struct DiagnoseCommand: ParsableCommand {
     }
 
     func run() throws {
-        var single: (text: String, passed: Bool)?
-        // Errors exit inside (status 2); only ExitCode(1) for a failed default row comes out.
-        try runATSRows(single: &single)
-        guard let single else { return }
-        FileHandle.standardOutput.write(Data(single.text.utf8))
-        if !single.passed { throw ExitCode(1) }
-    }
-
-    /// The nscurl rows (and `--af-policy`), or with `--tls-diagnostics` / `--profile system-services` the one
-    /// handshake's report in `single` (printed by `run`).
-    private func runATSRows(single: inout (text: String, passed: Bool)?) throws {
-        let report: DiagnosticsReport
-        let afText: String
-        var ctLine = ""
+        if tlsDiagnostics || profile == .systemServices {
+            // One handshake's report (nscurl --tls-diagnostics, or the system-services profile); errors exit inside.
+            let single = singleHandshake(url ?? "")
+            FileHandle.standardOutput.write(Data(single.text.utf8))
+            if !single.passed { throw ExitCode(1) }
+            return
+        }
+        let urls: [String]
         do {
-            let target = try RequestTarget(parsing: url)
-            var overrides = ResolverOverrides()
-            for entry in resolve { try overrides.addResolve(entry) }
-            let options = try policy.evaluationOptions()
-            let trust = try TrustStore(extraAnchorFiles: upstreamCa)
-            let ct = try CTLogSelection.resolve(explicitFile: ctLogList, ca: ca, maximumAgeDays: ctMaxAge)
-            ctLine = ct.bannerLine
-            let checker = UpstreamChecker(
-                client: UpstreamTLSClient(
-                    trust: trust, ctLogs: ct.store,
-                    groups: GroupOffer(wanted: KeyExchangeGroup.offered(on: options.platform))
-                ))
-            var appPolicy: PolicyContext?
-            if policy.config != nil {
-                let loaded = try policy.loadSource()
-                let snapshot = PolicyStore.Snapshot(loaded: loaded, parseOptions: policy.parseOptions, options: options)
-                appPolicy = PolicyContext(configuration: snapshot.evaluator.configuration, options: options)
-            }
-            let transport = UpstreamProbeTransport(
-                host: target.host, port: UInt16(target.port), overrides: overrides, timeout: timeout)
-            if tlsDiagnostics || profile == .systemServices {
-                single =
-                    tlsDiagnostics
-                    ? TLSDiagnostics(checker: checker, options: options).run(target, transport: transport)
-                    : SystemServicesDiagnostics(checker: checker, profile: try policy.systemServicesProfile()).run(
-                        target, transport: transport)
-                return
-            }
-            let uuid = UUID()
-            let diagnostics = ATSDiagnostics(
-                checker: checker, options: options,
-                contextFor: {
-                    ConsoleContext(processName: "nscurl", pid: Int(getpid()), taskUUID: uuid, taskNumber: $0)
-                })
-            report = diagnostics.run(target, verbose: verbose, appPolicy: appPolicy, transport: transport)
-            afText = try appPinningText(host: target.host, trust: trust, client: checker.client, transport: transport)
+            urls = try fromReport.map { try Self.failedHTTPSURLs(VerifyCommand.loadReport($0)) } ?? [url ?? ""]
         } catch {
             exitWithError(error)
         }
-        FileHandle.standardOutput.write(Data((report.text + "\n" + ctLine + "\n" + afText).utf8))
-        if !report.defaultPassed { throw ExitCode(1) }
+        var reports: [(url: String, report: DiagnosticsReport, afText: String)] = []
+        for url in urls {
+            let (report, afText) = diagnose(url)
+            reports.append((url, report, afText))
+        }
+        switch format {
+        case .text:
+            var text = ""
+            for (url, report, afText) in reports {
+                if fromReport != nil { text += "== \(url)\n" }
+                text += report.text + afText
+            }
+            if fromReport != nil, reports.isEmpty { text = "no https host failed its TLS in \(fromReport ?? "")\n" }
+            FileHandle.standardOutput.write(Data(text.utf8))
+        case .json:
+            let documents = reports.map { DiagnosisDocument(url: $0.url, report: $0.report) }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            let data = fromReport == nil ? try encoder.encode(documents[0]) : try encoder.encode(documents)
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        }
+        if reports.contains(where: { !$0.report.defaultPassed }) { throw ExitCode(1) }
+    }
+
+    /// The distinct `https://host:port/` origins of a report's loads whose TLS failed (ATS, trust or handshake).
+    static func failedHTTPSURLs(_ document: SessionReportDocument) -> [String] {
+        var urls: [String] = []
+        for host in document.hosts {
+            for verdict in host.verdicts where SessionVerifier.isTLSFailure(verdict.code) {
+                guard let target = try? RequestTarget(parsing: verdict.exampleURL), target.scheme == .https else {
+                    continue
+                }
+                let origin =
+                    "https://\(RequestTarget.uriHost(target.host))\(target.port == 443 ? "" : ":\(target.port)")/"
+                if !urls.contains(origin) { urls.append(origin) }
+            }
+        }
+        return urls
+    }
+
+    /// The pieces every diagnosis of `url` shares: target, options, trust, the TLS checker, the transport.
+    private struct Prepared {
+        var target: RequestTarget
+        var options: EvaluationOptions
+        var trust: TrustStore
+        var checker: UpstreamChecker
+        var transport: UpstreamProbeTransport
+        /// The CT log list's banner line (where it came from, how old it is).
+        var ctLine: String
+    }
+
+    /// Builds `Prepared` for `url` from the command's options; throws the errors `exitWithError` reports.
+    private func prepare(_ url: String) throws -> Prepared {
+        let target = try RequestTarget(parsing: url)
+        var overrides = ResolverOverrides()
+        for entry in resolve { try overrides.addResolve(entry) }
+        let options = try policy.evaluationOptions()
+        let trust = try TrustStore(extraAnchorFiles: upstreamCa)
+        let ct = try CTLogSelection.resolve(explicitFile: ctLogList, ca: ca, maximumAgeDays: ctMaxAge)
+        let checker = UpstreamChecker(
+            client: UpstreamTLSClient(
+                trust: trust, ctLogs: ct.store, groups: GroupOffer(wanted: KeyExchangeGroup.offered(on: options.platform))
+            ))
+        let transport = UpstreamProbeTransport(
+            host: target.host, port: UInt16(target.port), overrides: overrides, timeout: timeout)
+        return Prepared(
+            target: target, options: options, trust: trust, checker: checker, transport: transport,
+            ctLine: ct.bannerLine)
+    }
+
+    /// `--tls-diagnostics` or `--profile system-services`: one handshake's report and whether it passed.
+    private func singleHandshake(_ url: String) -> (text: String, passed: Bool) {
+        do {
+            let prepared = try prepare(url)
+            if tlsDiagnostics {
+                return TLSDiagnostics(checker: prepared.checker, options: prepared.options).run(
+                    prepared.target, transport: prepared.transport)
+            }
+            return try SystemServicesDiagnostics(checker: prepared.checker, profile: policy.systemServicesProfile()).run(
+                prepared.target, transport: prepared.transport)
+        } catch {
+            exitWithError(error)
+        }
+    }
+
+    /// nscurl's diagnostics for `url` and the text after them (the CT list line, the `--af-policy` section).
+    func diagnose(_ url: String) -> (DiagnosticsReport, String) {
+        let report: DiagnosticsReport
+        let afText: String
+        let ctLine: String
+        do {
+            let prepared = try prepare(url)
+            ctLine = prepared.ctLine
+            var appPolicy: PolicyContext?
+            if policy.config != nil {
+                let loaded = try policy.loadSource()
+                let snapshot = PolicyStore.Snapshot(
+                    loaded: loaded, parseOptions: policy.parseOptions, options: prepared.options)
+                appPolicy = PolicyContext(configuration: snapshot.evaluator.configuration, options: prepared.options)
+            }
+            let uuid = UUID()
+            let diagnostics = ATSDiagnostics(
+                checker: prepared.checker, options: prepared.options,
+                contextFor: {
+                    ConsoleContext(processName: "nscurl", pid: Int(getpid()), taskUUID: uuid, taskNumber: $0)
+                })
+            report = diagnostics.run(
+                prepared.target, verbose: verbose, appPolicy: appPolicy, transport: prepared.transport)
+            afText = try appPinningText(
+                host: prepared.target.host, trust: prepared.trust, client: prepared.checker.client,
+                transport: prepared.transport)
+        } catch {
+            exitWithError(error)
+        }
+        return (report, "\n" + ctLine + "\n" + afText)
     }
 
     /// The `--af-policy` section: the first policy matching `host`, judged on the real chain (fetched over
@@ -216,5 +311,37 @@ struct DiagnoseCommand: ParsableCommand {
         var lines = AFPolicyReport.verdictLines(spec, host: host, real: real, interception: interception)
         if let note { lines.append(note) }
         return "\n" + lines.joined(separator: "\n") + "\n"
+    }
+}
+
+/// `diagnose --format json`: one URL's diagnostics as data.
+struct DiagnosisDocument: Encodable {
+    /// One of nscurl's loads.
+    struct Test: Encodable {
+        var section: String
+        var name: String
+        /// `PASS` or `FAIL`.
+        var result: String
+        /// `-1200 [3:-9836]` for a failure.
+        var code: String?
+        /// Why it failed.
+        var reason: String?
+    }
+
+    var url: String
+    /// Whether the default ATS configuration passed.
+    var defaultPassed: Bool
+    var tests: [Test]
+
+    init(url: String, report: DiagnosticsReport) {
+        self.url = url
+        defaultPassed = report.defaultPassed
+        tests = report.results.map { row, verdict in
+            Test(
+                section: row.section, name: row.name, result: verdict.isBlocked ? "FAIL" : "PASS",
+                code: verdict.isBlocked
+                    ? verdict.error.map { "\($0.rawValue)" + (verdict.streamPair.map { " \($0)" } ?? "") } : nil,
+                reason: verdict.isBlocked ? verdict.rule : nil)
+        }
     }
 }

@@ -16,13 +16,19 @@ struct ExecCommand: ParsableCommand {
         abstract: "Run a command through ats-proxy and fail it on ATS violations.",
         discussion: """
             The proxy listens on a free port of 127.0.0.1. The command gets these variables:
-              HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and lower-case forms)  http://127.0.0.1:PORT
-              NO_PROXY, no_proxy                                          removed
+              HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and lower-case forms)
+                  http://127.0.0.1:PORT
+              NO_PROXY, no_proxy
+                  removed
               SSL_CERT_FILE, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE,
-              NODE_EXTRA_CA_CERTS, ATS_PROXY_CA_BUNDLE                    a PEM bundle: system roots + proxy CA
-              ATS_PROXY_URL                                               http://127.0.0.1:PORT
-              ATS_PROXY_CA_CERT                                           the proxy CA certificate (PEM)
-              ATS_PROXY_TRUST_OVERLAY                                     active, unavailable or off (below)
+              NODE_EXTRA_CA_CERTS, ATS_PROXY_CA_BUNDLE
+                  a PEM bundle: the system roots and the proxy CA
+              ATS_PROXY_URL
+                  http://127.0.0.1:PORT
+              ATS_PROXY_CA_CERT
+                  the proxy CA certificate (PEM)
+              ATS_PROXY_TRUST_OVERLAY
+                  active, unavailable or off (below)
             ATS_PROXY_URL and ATS_PROXY_CA_CERT are what the ATSProxyTesting library reads.
 
             On Linux some clients read only the system bundle (URLSession's libcurl, OpenSSL's defaults). \
@@ -77,6 +83,11 @@ struct ExecCommand: ParsableCommand {
     mutating func validate() throws {
         // Everything after `exec` is captured for the command, so help must be caught here.
         if let first = command.first, ["--help", "-h"].contains(first) { throw CleanExit.helpRequest(self) }
+        // The capture starts at the first word exec does not know: before `--` that is a misspelt option, never
+        // the command (which would then fail as "command not found", or run with the option as its name).
+        if let first = command.first, first != "--", first.hasPrefix("-") {
+            throw ValidationError(UnknownOptionCheck.unknownOptionMessage(first, command: Self.self))
+        }
         if command.first == "--" { command.removeFirst() }
         guard !command.isEmpty else {
             throw ValidationError("give a command after --, e.g. ats-proxy exec -- curl https://example.com/")

@@ -24,7 +24,8 @@ struct ExecOutcome {
     /// The summary line, preceded by the trust line when the client refused the proxy's certificate.
     var lines: [String] {
         var lines: [String] = []
-        var summary = "ats-proxy: \(stats.requests) requests, \(stats.violations) ATS violations, \(stats.hosts) hosts"
+        var summary =
+            "ats-proxy: \(SessionStats.count(stats.requests, "request")), \(SessionStats.count(stats.violations, "ATS violation")), \(SessionStats.count(stats.hosts, "host"))"
         if stats.clientUntrustedCA > 0 {
             summary += ", \(stats.clientUntrustedCA) refused the proxy CA"
             let host = firstUntrusted.map { " (first: \($0.host))" } ?? ""

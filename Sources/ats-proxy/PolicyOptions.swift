@@ -23,7 +23,9 @@ struct PolicyOptions: ParsableArguments {
     @Option(name: .long, help: "SDK the app was linked with (defaults to the platform version).")
     var sdk: String?
 
-    @Flag(name: .long, help: "Honour legacy NSThirdParty…/NSTemporary…/NSAllowsArbitraryLoadsInMedia keys as aliases.")
+    @Flag(
+        name: .long,
+        help: "Honour the legacy NSThirdParty…, NSTemporary… and NSAllowsArbitraryLoadsInMedia keys as aliases.")
     var legacyKeys = false
 
     @Flag(

@@ -469,7 +469,13 @@ struct ProxyOptions: ParsableArguments {
         let snapshot = launched.snapshot
         let authorityCertificate = launched.authority.certificate
         var lines: [String] = []
-        lines.append("ats-proxy \(ATSProxyVersion.text): enforcing ATS for \(loaded.summary)")
+        switch mode {
+        case .enforce: lines.append("ats-proxy \(ATSProxyVersion.text): enforcing ATS for \(loaded.summary)")
+        case .report:
+            lines.append(
+                "ats-proxy \(ATSProxyVersion.text): report mode (ATS violations are let through and logged) for \(loaded.summary)"
+            )
+        }
         let platform = snapshot.evaluator.options.platform
         lines.append(
             "  platform \(Self.platformLabel(platform)), mode \(mode.rawValue), cleartext \(cleartext.rawValue)")
@@ -482,6 +488,7 @@ struct ProxyOptions: ParsableArguments {
                 "  system services: \(systemServices.hosts.patterns.joined(separator: ", ")) also judged as \(systemServices.profile.platform) system processes require (reported apart from the app's verdict)"
             )
         }
+        lines += BannerInputs.lines()
         if let lintLine = lintSummary(loaded, platform: snapshot.evaluator.options.platform) {
             lines.append("  \(lintLine)")
         }
@@ -499,17 +506,27 @@ struct ProxyOptions: ParsableArguments {
             )
         }
         if bound.contains(where: { !$0.isLoopback }) {
-            let reachable = Self.reachableAddresses(bound.map(ListenAddress.init))
-            lines.append("  devices on this network: set the Wi-Fi HTTP proxy to Manual:")
-            for address in reachable where !address.hasPrefix("127.") {
-                let parts = address.split(separator: ":")
-                lines.append("    Server \(parts.dropLast().joined(separator: ":"))  Port \(parts.last ?? "")")
+            let allowed =
+                allowClients.isEmpty ? ClientAllowList.privateAndLinkLocal : ClientAllowList(parsing: allowClients)
+            lines.append(
+                "  clients allowed from: \(allowed?.description ?? allowClients.joined(separator: ", "))"
+                    + (allowClients.isEmpty ? " (the default; --allow-client to change)" : ""))
+            let reachable = Self.reachableAddresses(bound.map(ListenAddress.init)).filter { !$0.hasPrefix("127.") }
+            if reachable.isEmpty {
+                lines.append(
+                    "  no LAN address found on this machine: devices cannot reach the proxy until it has one")
+            } else {
+                lines.append("  devices on this network: set the Wi-Fi HTTP proxy to Manual:")
+                for address in reachable {
+                    let parts = address.split(separator: ":")
+                    lines.append("    Server \(parts.dropLast().joined(separator: ":"))  Port \(parts.last ?? "")")
+                }
+                lines.append("  or to Automatic (direct again when the proxy stops; Configure Proxy › Automatic › URL):")
+                for address in reachable {
+                    lines.append("    URL http://\(address)\(ProxyAutoConfig.path)")
+                }
+                lines.append("  then open http://\(OnboardingSite.host)/ on the device to install and trust the CA")
             }
-            lines.append("  or to Automatic (direct again when the proxy stops; Configure Proxy › Automatic › URL):")
-            for address in reachable where !address.hasPrefix("127.") {
-                lines.append("    URL http://\(address)\(ProxyAutoConfig.path)")
-            }
-            lines.append("  then open http://\(OnboardingSite.host)/ on the device to install and trust the CA")
         } else {
             lines.append(
                 "  onboarding: http://\(OnboardingSite.host)/ through the proxy, or http://\(bound.first.map(\.description) ?? "")/"

@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSProxyIO
 import ArgumentParser
 import Configuration
 
@@ -123,6 +124,40 @@ struct SettingsKey: Sendable {
 
     /// The row named `name`, if any.
     static func named(_ name: String) -> SettingsKey? { all.first { $0.name == name } }
+
+    /// The key name closest to a misspelt `name` (edit distance 3 at most), for "did you mean".
+    static func suggestion(for name: String) -> String? {
+        Suggestion.closest(to: name, in: all.map(\.name))
+    }
+
+    /// `ATS_PROXY_*` variables that are not settings but are read or exported by ats-proxy itself (`exec`
+    /// exports the first four to its command).
+    static let otherEnvironmentNames: Set<String> = [
+        "ATS_PROXY_URL", "ATS_PROXY_CA_BUNDLE", "ATS_PROXY_TRUST_OVERLAY", "ATS_PROXY_CA_CERT",
+        SettingsResolver.fileVariable, "ATS_PROXY_STATE_DIR", "ATS_PROXY_UPSTREAM_PROXY_AUTH",
+    ]
+
+    /// Checks beyond the option's type, the same ones the command's `validate()` makes, so that a bad value from
+    /// a settings file or a variable is reported with its source instead of as a flag the user never typed.
+    static let formats: [String: (expected: String, accepts: @Sendable (String) -> Bool)] = [
+        "listen": ("HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080)", { ListenAddress(parsing: $0) != nil }),
+        "web": ("HOST:PORT (e.g. 127.0.0.1:8081)", { ListenAddress(parsing: $0) != nil }),
+        "diagnostics": ("0, 1, 2 or 3", { ["0", "1", "2", "3"].contains($0) }),
+        "http2": ("one of on, client, upstream, off", { ["on", "client", "upstream", "off"].contains($0) }),
+        "source": (
+            "one of auto, urlsession, webkit, media", { ["auto", "urlsession", "webkit", "media"].contains($0) }
+        ),
+    ]
+}
+
+/// "Did you mean" for names: the candidate that differs only in case, or the one within edit distance 3.
+enum Suggestion {
+    static func closest(to name: String, in candidates: [String]) -> String? {
+        if let same = candidates.first(where: { $0.lowercased() == name.lowercased() }) { return same }
+        let scored = candidates.map { ($0, editDistance($0.lowercased(), name.lowercased())) }
+        guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= 3 else { return nil }
+        return best.0
+    }
 }
 
 extension SettingsKey {
@@ -130,9 +165,11 @@ extension SettingsKey {
     init<Value: ExpressibleByArgument>(
         _ name: String, _ scope: Scope, _ path: Swift.KeyPath<ProxyOptions, Value> & Sendable, isPath: Bool = false
     ) {
+        let format = Self.formats[name]
         self.init(
             name: name, scope: scope, shape: .single, isPath: isPath, configType: Self.configType(Value.self),
-            expected: Self.expected(Value.self), accepts: { Value(argument: $0) != nil },
+            expected: format?.expected ?? Self.expected(Value.self),
+            accepts: { Value(argument: $0) != nil && format?.accepts($0) != false },
             describe: { Self.text($0[keyPath: path]) })
     }
 
@@ -140,9 +177,11 @@ extension SettingsKey {
     init<Value: ExpressibleByArgument>(
         _ name: String, _ scope: Scope, _ path: Swift.KeyPath<ProxyOptions, Value?> & Sendable, isPath: Bool = false
     ) {
+        let format = Self.formats[name]
         self.init(
             name: name, scope: scope, shape: .single, isPath: isPath, configType: Self.configType(Value.self),
-            expected: Self.expected(Value.self), accepts: { Value(argument: $0) != nil },
+            expected: format?.expected ?? Self.expected(Value.self),
+            accepts: { Value(argument: $0) != nil && format?.accepts($0) != false },
             describe: { options in options[keyPath: path].map(Self.text) ?? "(none)" })
     }
 
@@ -150,9 +189,11 @@ extension SettingsKey {
     init<Value: ExpressibleByArgument>(
         _ name: String, _ scope: Scope, _ path: Swift.KeyPath<ProxyOptions, [Value]> & Sendable, isPath: Bool = false
     ) {
+        let format = Self.formats[name]
         self.init(
             name: name, scope: scope, shape: .list, isPath: isPath, configType: .stringArray,
-            expected: "a string or a list of strings", accepts: { Value(argument: $0) != nil },
+            expected: format.map { "\($0.expected), or a list of them" } ?? "a string or a list of strings",
+            accepts: { Value(argument: $0) != nil && format?.accepts($0) != false },
             describe: { options in
                 let values = options[keyPath: path].map(Self.text)
                 return values.isEmpty ? "(none)" : values.joined(separator: ", ")

@@ -52,6 +52,7 @@ struct SettingsResolver {
 
     /// The layered settings of the keys in `scopes`, and the settings file used (if any).
     func resolve(scopes: Set<SettingsKey.Scope>) throws -> (file: String?, settings: [ResolvedSetting]) {
+        try checkEnvironmentNames()
         let file = try locateFile()
         let fileValues = try file.map { try SettingsFile(path: $0) }
         let env = EnvironmentVariablesProvider(environmentVariables: environment)
@@ -72,6 +73,19 @@ struct SettingsResolver {
             }
         }
         return (file, settings)
+    }
+
+    /// Every `ATS_PROXY_*` variable must name a setting (or be one ats-proxy reads or exports itself): a misspelt
+    /// one is an error with the closest name, not a setting silently left at its default.
+    func checkEnvironmentNames() throws {
+        let settings = SettingsKey.all.map(\.environmentName)
+        let known = Set(settings).union(SettingsKey.otherEnvironmentNames)
+        for name in environment.keys.sorted() where name.hasPrefix("ATS_PROXY_") && !known.contains(name) {
+            let hint = Suggestion.closest(to: name, in: settings).map { "; did you mean \($0)?" } ?? ""
+            throw SettingsError(
+                description:
+                    "environment variable \(name) is not an ats-proxy setting\(hint) (see 'ats-proxy settings show')")
+        }
     }
 
     /// The settings file: `--settings`, else `$ATS_PROXY_SETTINGS`, else one of ``discoveredNames``
@@ -134,7 +148,7 @@ struct SettingsResolver {
                 !$0.isEmpty
             }
             if let bad = values.first(where: { !key.accepts($0) }) {
-                throw SettingsError(description: "\(problem), values separated by ';' (got '\(bad)')")
+                throw SettingsError(description: "\(problem), values separated by ';', found '\(bad)'")
             }
             return values
         }
@@ -143,12 +157,12 @@ struct SettingsResolver {
             content = try provider.value(forKey: AbsoluteConfigKey(["ats-proxy", key.name]), type: key.configType)
                 .value?.content
         } catch {
-            throw SettingsError(description: problem)
+            throw SettingsError(description: "\(problem), found '\(environment[key.environmentName] ?? "")'")
         }
         guard let content else { return nil }
         let values = Self.strings(content)
         if let bad = values.first(where: { !key.accepts($0) }) {
-            throw SettingsError(description: "\(problem) (got '\(bad)')")
+            throw SettingsError(description: "\(problem), found '\(bad)'")
         }
         // Paths from the environment are relative to the working directory, as on the command line.
         return values

@@ -12,8 +12,20 @@ enum UnknownOptionCheck {
             let name = String(argument.split(separator: "=", maxSplits: 1)[0])
             guard !["--help", "--version"].contains(name), !help.contains(name + " "), !help.contains(name + ",")
             else { continue }
-            throw ValidationError(
-                "unknown option '\(name)'; see 'ats-proxy \(command._commandName) --help' for the options")
+            throw ValidationError(unknownOptionMessage(name, command: command))
         }
+    }
+
+    /// `unknown option '--allow-violation' (did you mean '--allow-violations'?); see …` for an option `command`'s
+    /// help does not list; the suggestion is the closest option it does list.
+    static func unknownOptionMessage(_ argument: String, command: any ParsableCommand.Type) -> String {
+        let name = String(argument.split(separator: "=", maxSplits: 1).first ?? Substring(argument))
+        let help = command.helpMessage(includeHidden: true, columns: 10_000)
+        let options = Set(
+            help.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\n" || $0 == "=" }).filter {
+                $0.hasPrefix("--") && $0.count > 2
+            }.map { String($0.prefix { $0 == "-" || $0.isLetter || $0.isNumber }) })
+        let hint = Suggestion.closest(to: name, in: options.sorted()).map { " (did you mean '\($0)'?)" } ?? ""
+        return "unknown option '\(name)'\(hint); see 'ats-proxy \(command._commandName) --help' for the options"
     }
 }

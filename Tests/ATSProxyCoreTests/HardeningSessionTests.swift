@@ -47,7 +47,11 @@ import Testing
         #expect(Support.connects(connect).isEmpty)
         #expect(Support.closesClient(connect))
         let record = try #require(Support.records(connect).first)
-        #expect(record.result == .failed && record.status == 403 && record.method == "CONNECT")
+        #expect(record.result == .refused && record.status == 403 && record.method == "CONNECT")
+        // Blocked before any byte reached a server, with the code a device's task would end with (never `?`).
+        #expect(LoadOutcome(record) == .blocked && LoadOutcome.code(of: record) == "-1004")
+        let line = DiagnosticsFormatter(level: .summary).jsonLine(record)
+        #expect(line.contains(#""outcome":"blocked""#) && line.contains(#""errorCode":-1004"#), "\(line)")
         // A cleartext request in absolute form: refused the same way.
         let plain = try Self.harness(client: "192.168.1.20:50000", settings: settings)
         let get = plain.send("GET http://\(target)/secret HTTP/1.1\r\nHost: \(target)\r\n\r\n")
@@ -166,7 +170,8 @@ import Testing
         #expect(answer.hasPrefix("HTTP/1.1 421 Misdirected Request\r\n"), "\(answer)")
         #expect(Support.connects(commands).isEmpty)
         let record = try #require(Support.records(commands).first)
-        #expect(record.status == 421 && record.result == .failed)
+        #expect(record.status == 421 && record.result == .refused)
+        #expect(LoadOutcome(record) == .blocked && record.errorCode == -1004)
         #expect(Support.records(commands).count == 1)
     }
 
@@ -176,6 +181,7 @@ import Testing
         #expect(answer.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(answer)")
         #expect(Support.connects(commands).isEmpty)
         #expect(Support.records(commands).first?.status == 400)
+        #expect(Support.records(commands).first?.errorCode == -1002)
     }
 
     @Test(arguments: [

@@ -38,8 +38,8 @@ struct ProxyLogSinkTests {
         #expect(lines.count == 4_000)
         let urls = lines.filter { $0.hasPrefix("ats-proxy: GET ") }
         #expect(urls.count == 2_000)
-        #expect(urls.first == "ats-proxy: GET https://a.test/0 → 200 (ATS default)")
-        #expect(urls.last == "ats-proxy: GET https://a.test/1999 → 200 (ATS default)")
+        #expect(urls.first == "ats-proxy: GET https://a.test/0 → allowed 200 (ATS default)")
+        #expect(urls.last == "ats-proxy: GET https://a.test/1999 → allowed 200 (ATS default)")
         // One write per record would be 2,000; here a write happens per 64 KiB, plus the final flush().
         #expect(bytes > 0)
         #expect(sink.writesSoFar <= bytes / ProxyLogSink.flushThreshold + 1)

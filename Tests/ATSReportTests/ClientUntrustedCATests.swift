@@ -82,8 +82,8 @@ import Testing
         let line = formatter.text(Self.refused).last ?? ""
         #expect(
             line.hasPrefix(
-                "ats-proxy: CONNECT https://api.example.com:443/ → the client does not trust the proxy CA: the client rejected"
-            ))
+                "ats-proxy: CONNECT https://api.example.com:443/ → failed (the client does not trust the proxy CA): the client rejected"
+            ), "\(line)")
         #expect(!line.contains("?"), "no unknown error code: \(line)")
         #expect(formatter.jsonLine(Self.refused).contains("\"result\":\"client-untrusted-ca\""))
     }

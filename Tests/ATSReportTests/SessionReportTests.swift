@@ -224,7 +224,7 @@ import Testing
                     tls: F.tls(
                         "TLSv1.2", cipher: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", keyExchange: "ECDHE",
                         leafKey: "RSA 1024"),
-                    rule: "the server certificate has a RSA 1024-bit key; at least 2048 bits are required"),
+                    rule: "the server certificate has an RSA 1024-bit key; at least 2048 bits are required"),
                 F.record(
                     "https://unknown-root.example.com/", .failed, error: -1202, stream: "3:-9813", tls: F.tls(),
                     rule: "the chain ends in the root CN=Private, which is not trusted", atsRequired: false),

@@ -69,24 +69,6 @@ func sampleRecord(
         #expect(!store.armNotification(seen: 2))
         #expect(store.newestID == 3)
     }
-
-    @Test func outcomesFollowTheATSVerdict() {
-        #expect(FlowOutcome(sampleRecord("https://a/")) == .allowed)
-        #expect(FlowOutcome(sampleRecord("https://a/", atsRequired: false)) == .ignored)
-        #expect(FlowOutcome(sampleRecord("http://a/", result: .blockedCleartext, errorCode: -1022)) == .blocked)
-        #expect(
-            FlowOutcome(sampleRecord("https://a/", result: .failed, errorCode: -1200, streamError: "3:-9836"))
-                == .blocked)
-        #expect(FlowOutcome(sampleRecord("https://a/", result: .failed, errorCode: -1004)) == .failed)
-        #expect(FlowOutcome(sampleRecord("http://a/", result: .reported, errorCode: -1022)) == .reported)
-        // `--challenge` records are the app's trust on trial, neither an ATS verdict nor a network failure.
-        #expect(FlowOutcome(sampleRecord("https://a:443/", result: .challengeRefused, status: nil)) == .challengePass)
-        #expect(FlowOutcome(sampleRecord("https://a/", result: .challengeAccepted, status: 502)) == .challengeFinding)
-        #expect(FlowOutcome.challengeFinding.rawValue == "challenge-finding")
-        #expect(
-            FlowOutcome.code(of: sampleRecord("https://a/", result: .failed, errorCode: -1200, streamError: "3:-9824"))
-                == "-1200 [3:-9824]")
-    }
 }
 
 /// A thread-safe counter for callbacks.

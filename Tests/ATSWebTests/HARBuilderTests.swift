@@ -47,6 +47,20 @@ import Testing
         #expect(reused.timings.wait == 6 && reused.timings.receive == 14 && reused.time == 20)
     }
 
+    /// Differences of phase ends are written as the numbers they are (`1.1`), without binary float noise.
+    @Test func timingsCarryNoFloatNoise() throws {
+        let record = sampleRecord("https://a.example/").updating {
+            $0.durationMilliseconds = 3.3
+            $0.timings = RequestRecord.Timings(connectStart: 0.1, connected: 1.2, firstByte: 2.3)
+        }
+        #expect(1.2 - 0.1 != 1.1, "the arithmetic itself is noisy")
+        let entry = HARBuilder(allowSecrets: false, creatorVersion: "1").entry(record)
+        #expect(entry.timings.connect == 1.1 && entry.timings.wait == 1.1 && entry.timings.receive == 1.0)
+        let data = try HARBuilder(allowSecrets: false, creatorVersion: "1").data([Flow(id: 1, record: record)])
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(!text.contains("99999") && !text.contains("00001"), "\(text)")
+    }
+
     @Test func serverIPAddressIsTheRecordsServerAddressAndAbsentWithoutOne() throws {
         let builder = HARBuilder(allowSecrets: false, creatorVersion: "1")
         let sent = sampleRecord("https://a.example/").updating { $0.serverAddress = "::1" }
@@ -66,7 +80,7 @@ import Testing
         let record = sampleRecord("https://down.example/", result: .failed, errorCode: -1004, status: nil)
         let entry = HARBuilder(allowSecrets: false, creatorVersion: "1").entry(record)
         #expect(entry.response.status == 0 && entry.response.httpVersion == "" && entry.response.bodySize == -1)
-        #expect(entry._atsOutcome == "failed")
+        #expect(entry._atsOutcome == "network error" && entry._atsCode == "-1004")
         let data = try HARBuilder(allowSecrets: false, creatorVersion: "1").data([Flow(id: 1, record: record)])
         let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
         #expect((object?["log"] as? [String: Any])?["entries"] is [Any])
@@ -92,11 +106,11 @@ import Testing
     /// are counted in the header beside the violations.
     @Test func pageOffersEveryOutcomeAndCountsChallengeFindings() {
         let html = WebPage.html(title: "t", capacity: 7)
-        for outcome in FlowOutcome.allCases {
+        for outcome in LoadOutcome.allCases {
             #expect(html.contains("<option>\(outcome.rawValue)</option>"), "\(outcome)")
-            #expect(html.contains(".o-\(outcome.rawValue){--c:"), "\(outcome)")
+            #expect(html.contains(".o-\(outcome.slug){--c:"), "\(outcome)")
         }
-        #expect(html.contains(#"if(r.dataset.outcome==="challenge-finding")cf++;"#))
+        #expect(html.contains(#"if(r.dataset.outcome==="challenge finding")cf++;"#))
         #expect(html.contains(#"" forged servers accepted (challenge findings), ""#))
     }
 }

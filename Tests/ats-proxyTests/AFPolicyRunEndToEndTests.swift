@@ -114,7 +114,8 @@ struct AFPolicyRunEndToEndTests {
         let requests = lines.indices.filter { lines[$0].hasPrefix("ats-proxy: GET https://\(Self.host):") }
         #expect(requests.count == 2, "\(lines)")
         let first = try #require(requests.first)
-        #expect(lines[first].hasPrefix("ats-proxy: GET \(fixture.url(Self.host, "/headers")) → 200"), "\(lines)")
+        #expect(
+            lines[first].hasPrefix("ats-proxy: GET \(fixture.url(Self.host, "/headers")) → allowed 200"), "\(lines)")
         #expect(lines.indices.contains(first + 1) && lines[first + 1] == expected, "\(lines)")
     }
 

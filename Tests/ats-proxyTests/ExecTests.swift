@@ -78,7 +78,7 @@ import Testing
         #expect(result.stdout.contains("has-proxy-ca"))
         #expect(result.stdout.contains("allowed 200"))
         #expect(result.stdout.contains("blocked 403"))
-        #expect(result.stderr.contains("2 requests, 1 ATS violations"))
+        #expect(result.stderr.contains("2 requests, 1 ATS violation"))
         let bundleCount = Int(result.stdout.split(separator: "\n").first { Int($0) != nil } ?? "0") ?? 0
         #expect(bundleCount > 1, "the bundle holds the system roots as well as the proxy CA")
     }

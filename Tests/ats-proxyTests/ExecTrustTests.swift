@@ -114,8 +114,11 @@ import Testing
             result.stderr.contains(
                 "ats-proxy: the client does not trust the proxy CA: 1 TLS handshake(s) refused (first: localhost); "),
             "\(result.stderr)")
-        #expect(result.stderr.contains("1 requests, 0 ATS violations, 1 hosts, 1 refused the proxy CA; exiting 4"))
-        #expect(result.log.contains("→ the client does not trust the proxy CA: the client rejected the TLS handshake"))
+        #expect(result.stderr.contains("1 request, 0 ATS violations, 1 host, 1 refused the proxy CA; exiting 4"))
+        #expect(
+            result.log.contains(
+                "→ failed -1202 (the client does not trust the proxy CA): the client rejected the TLS handshake"),
+            "\(result.log)")
         #expect(!result.log.contains("failed ?"), "no unknown code in the log: \(result.log)")
 
         let json = try #require(FileManager.default.contents(atPath: report.file("report.json")))

@@ -62,7 +62,7 @@ import Testing
             lines.contains("  new CA created just now: install and trust it on each device (onboarding page below)"))
         #expect(lines.contains("  CA certificate: \(directory.file("ca/ats-proxy-ca.pem"))"))
         #expect(lines.contains { $0.contains("→ blocked -1022: ") && $0.contains("; fix: ") }, "\(failing.stderr)")
-        #expect(lines.contains("ats-proxy: 1 requests, 1 hosts, 1 blocked or failed, 1 ATS violations"))
+        #expect(lines.contains("ats-proxy: 1 request, 1 host, 1 blocked or failed, 1 ATS violation"))
         #expect(lines.contains { $0.hasPrefix("  1 × ") })
         #expect(lines.contains { $0.hasPrefix("  no report written (add --report DIR") })
         #expect(lines.last == "ats-proxy: exiting 3: ATS violations were seen (--fail-on-violations)")

@@ -69,7 +69,7 @@ import Testing
         #expect((block["rule"] as? String)?.isEmpty == false)
 
         let fail = try #require(check.entries(matching: "refused.example.test").first)
-        #expect(fail["outcome"] as? String == "failed")
+        #expect(fail["outcome"] as? String == "network error")
         #expect((fail["code"] as? String)?.hasPrefix("-1004") == true, "\(fail)")
 
         // The raw file: HAR's query string parsed, custom fields present, timings non-negative.

@@ -74,7 +74,7 @@ import Testing
         #expect(blocked["code"] as? String == "-1022")
         #expect(cells(blocked)[3].hasPrefix("http://plain.example.test:"))
         #expect(cells(blocked)[5] == "403")
-        let failed = try #require(withOutcome("failed").first, "\(rows)")
+        let failed = try #require(withOutcome("network error").first, "\(rows)")
         #expect((failed["code"] as? String)?.hasPrefix("-1004") == true, "\(failed)")
         #expect(rows.contains { $0["host"] as? String == "legacy.example.test" })
         // Coloured by outcome.

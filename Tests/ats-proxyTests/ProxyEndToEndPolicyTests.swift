@@ -204,7 +204,7 @@ func firstTaskUUID(_ log: String) -> String? {
                 == "[Summary] Task <\(uuid)>.<1> summary for task success {transaction_duration_ms=<MS>, response_status=200, protocol=\"http/1.1\", request_bytes=0, response_bytes=22, client=127.0.0.1:<PORT>}",
             "\(log)")
         #expect(lines.count == 2, "\(lines)")
-        #expect(lines.last?.hasPrefix("ats-proxy: GET \(url) → 200 (") == true, "\(lines)")
+        #expect(lines.last?.hasPrefix("ats-proxy: GET \(url) → allowed 200 (") == true, "\(lines)")
         #expect(!log.contains("error"), "\(log)")
     }
 
@@ -253,7 +253,7 @@ func firstTaskUUID(_ log: String) -> String? {
         #expect(result.headers["x-ats-fix"]?.contains("NSExceptionAllowsInsecureHTTPLoads") == true)
         #expect(stack.plainOrigin.requests.count == 1)
         let log = stack.proxy.waitForLog("ats-proxy: GET \(url)")
-        #expect(log.contains("ats-proxy: GET \(url) → ATS violation (reported, let through) -1022: "), "\(log)")
+        #expect(log.contains("ats-proxy: GET \(url) → reported -1022 (ATS violation, let through): "), "\(log)")
         #expect(log.contains("App Transport Security has blocked a cleartext HTTP connection to plain.example.test"))
 
         // A TLS 1.1 server violates ATS, but report mode connects without the ATS constraints.
@@ -268,7 +268,7 @@ func firstTaskUUID(_ log: String) -> String? {
             "\(legacy.headers)")
         let after = stack.proxy.waitForLog("ats-proxy: GET \(old)")
         #expect(
-            after.contains("ats-proxy: GET \(old) → ATS violation (reported, let through) -1200 [3:-9836]"), "\(after)")
+            after.contains("ats-proxy: GET \(old) → reported -1200 [3:-9836] (ATS violation, let through)"), "\(after)")
     }
 
     @Test func cleartextUpgradeFetchesTheHTTPSTwin() throws {

@@ -94,10 +94,13 @@ enum Invocation {
         ("ats-proxy.json", #"{"max-connections": "many"}"#, "ats-proxy.json: key 'max-connections' must be an integer"),
         ("ats-proxy.json", #"{"quiet": "yes"}"#, "ats-proxy.json: key 'quiet' must be true or false"),
         ("ats-proxy.json", #"{"grace-period": "soon"}"#, "ats-proxy.json: key 'grace-period' must be a number"),
-        ("ats-proxy.json", #"{"listen": 8080}"#, "ats-proxy.json: key 'listen' must be a string or a list of strings"),
+        (
+            "ats-proxy.json", #"{"listen": 8080}"#,
+            "ats-proxy.json: key 'listen' must be HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), or a list of them, found the number 8080"
+        ),
         (
             "ats-proxy.yaml", "mode: blok\n",
-            "ats-proxy.yaml: key 'mode' must be one of enforce, report (got 'blok')"
+            "ats-proxy.yaml: key 'mode' must be one of enforce, report, found 'blok'"
         ),
         ("ats-proxy.yaml", "loops: two\n", "ats-proxy.yaml: key 'loops' must be an integer"),
         ("ats-proxy.yaml", "- listen\n", "ats-proxy.yaml: the settings file must map option names to values"),
@@ -123,7 +126,9 @@ enum Invocation {
             environment: Invocation.environment(home: directory.path, ["ATS_PROXY_MAX_CONNECTIONS": "lots"]))
         #expect(result.status == 2)
         #expect(
-            result.stderr == "ats-proxy: error: environment variable ATS_PROXY_MAX_CONNECTIONS must be an integer\n")
+            result.stderr
+                == "ats-proxy: error: environment variable ATS_PROXY_MAX_CONNECTIONS must be an integer, found 'lots'\n"
+        )
     }
 
     @Test func challengeAndPinningValuesKeepTheirCommasInTheEnvironmentAndTheFile() throws {

@@ -49,6 +49,9 @@ extension DiagnosticsFormatter {
         output.append(contentsOf: fields.url.utf8)
         if let route = fields.route { output.append(contentsOf: route.textLogSuffix.utf8) }
         output.append(contentsOf: " → ".utf8)
+        // The outcome word of a completed record (`allowed`, `allowed by exception`, `passthrough`): a literal.
+        output.append(contentsOf: LoadOutcome(record).rawValue.utf8)
+        output.append(UInt8(ascii: " "))
         if let status = fields.status {
             Self.appendDecimal(status, to: &output)
         } else {

@@ -110,7 +110,7 @@ public struct DiagnosticsFormatter: Sendable {
         return line
     }
 
-    /// One JSON object (a single line) for one finished request.
+    /// One JSON object (a single line) for one finished request: the record's fields and its `outcome` word.
     public func jsonLine(_ record: RequestRecord) -> String {
         let copy = record.updating { fields in
             fields.requestHeaders = SecretRedactor.redact(record.requestHeaders, allowSecrets: allowSecrets)
@@ -125,8 +125,21 @@ public struct DiagnosticsFormatter: Sendable {
             formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
             try container.encode(formatter.string(from: date))
         }
-        guard let data = try? encoder.encode(copy) else { return "{}" }
+        guard let data = try? encoder.encode(LoggedRecord(record: copy)) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// A record as the JSON log writes it: its fields and, beside them, `outcome` (`LoadOutcome`).
+    struct LoggedRecord: Encodable {
+        let record: RequestRecord
+
+        enum Keys: String, CodingKey { case outcome }
+
+        func encode(to encoder: any Encoder) throws {
+            try record.encode(to: encoder)
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(LoadOutcome(record), forKey: .outcome)
+        }
     }
 
     /// A record's task ID (`UUID.N`) as CFNetwork's console writes it: `<UUID>.<N>`.
@@ -135,21 +148,25 @@ public struct DiagnosticsFormatter: Sendable {
         return "<\(taskID[..<dot])>.<\(taskID[taskID.index(after: dot)...])>"
     }
 
+    /// What follows `→`: the outcome word (`LoadOutcome`), the device's code or the status, then the rule and
+    /// the fix. `allowed 200 (ATS default)`, `blocked -1022: …; fix: …`, `failed -1200 [3:-9836]: …`.
     private func explanationLine(_ record: RequestRecord) -> String {
-        switch record.result {
-        case .completed: return "\(record.status.map(String.init) ?? "-") (\(record.rule))"
-        case .blockedCleartext: return "blocked -1022: \(record.rule)" + (record.fix.map { "; fix: \($0)" } ?? "")
-        case .clientUntrustedCA:
-            return "\(SessionStats.clientUntrustedCALine): \(record.rule)" + (record.fix.map { "; fix: \($0)" } ?? "")
-        case .challengeRefused:
-            return "challenge \(record.appTrust?.challenge ?? "?") refused (pass): \(record.rule)"
-        case .challengeAccepted:
-            return "challenge \(record.appTrust?.challenge ?? "?") ACCEPTED (finding; answered 502): \(record.rule)"
-        case .failed, .reported:
-            let code = record.errorCode.map { "\($0)" } ?? "?"
-            let pair = record.streamError.map { " [\($0)]" } ?? ""
-            let verb = record.result == .reported ? "ATS violation (reported, let through)" : "failed"
-            return "\(verb) \(code)\(pair): \(record.rule)" + (record.fix.map { "; fix: \($0)" } ?? "")
+        let outcome = LoadOutcome(record)
+        let fix = record.fix.map { "; fix: \($0)" } ?? ""
+        let code = LoadOutcome.code(of: record).map { " \($0)" } ?? ""
+        let challenge = record.appTrust?.challenge.map { "\($0) " } ?? ""
+        switch outcome {
+        case .allowed, .allowedByException, .passthrough, .ignored:
+            return "\(outcome.rawValue) \(record.status.map(String.init) ?? "-") (\(record.rule))"
+        case .challengePassed:
+            return "\(outcome.rawValue) (\(challenge)refused): \(record.rule)"
+        case .challengeFinding:
+            return "\(outcome.rawValue) (\(challenge)ACCEPTED; answered 502): \(record.rule)"
+        case .reported:
+            return "\(outcome.rawValue)\(code) (ATS violation, let through): \(record.rule)\(fix)"
+        case .blocked, .failed, .networkError:
+            let note = record.result == .clientUntrustedCA ? " (\(SessionStats.clientUntrustedCALine))" : ""
+            return "\(outcome.rawValue)\(code)\(note): \(record.rule)\(fix)"
         }
     }
 

@@ -19,6 +19,10 @@ public struct RequestRecord: Sendable, Codable {
         case blockedCleartext = "blocked-cleartext"
         /// Failed upstream: TLS verdict or connection fault.
         case failed
+        /// Refused by the proxy before any origin was contacted, for a reason that is not ATS's: a target on the
+        /// proxy's own machine for a client elsewhere (-1004), a request inside a tunnel for another origin
+        /// (-1004), a scheme that is not proxied (-1002).
+        case refused
         /// Violated ATS but let through (`--mode report`).
         case reported
         /// The client refused the proxy's certificate in the TLS handshake: the proxy CA is not trusted where the

@@ -49,7 +49,7 @@ public final class SessionStats: Sendable {
             case .challengeAccepted:
                 state.snapshot.challengeFindings += 1
                 return
-            case .completed, .blockedCleartext, .failed, .reported, .clientUntrustedCA:
+            case .completed, .blockedCleartext, .failed, .refused, .reported, .clientUntrustedCA:
                 break
             }
             state.snapshot.requests += 1
@@ -63,6 +63,9 @@ public final class SessionStats: Sendable {
             case .failed:
                 state.snapshot.blocked += 1
                 violation = Self.isTLSOrPolicyFailure(record.errorCode)
+            case .refused:
+                state.snapshot.blocked += 1
+                violation = false
             case .reported:
                 violation = true
             case .clientUntrustedCA:
@@ -89,8 +92,8 @@ public final class SessionStats: Sendable {
         _ snapshot: Snapshot, reportDirectory: String?, ignored: HostFilter.Ignored = HostFilter.Ignored()
     ) -> [String] {
         var lines = [
-            "ats-proxy: \(snapshot.requests) requests, \(snapshot.hosts) hosts, \(snapshot.blocked) blocked or failed, "
-                + "\(snapshot.violations) ATS violations"
+            "ats-proxy: \(count(snapshot.requests, "request")), \(count(snapshot.hosts, "host")), \(snapshot.blocked) blocked or failed, "
+                + count(snapshot.violations, "ATS violation")
         ]
         let rules = snapshot.violationsByRule.sorted { ($0.value, $1.key) > ($1.value, $0.key) }
         for (rule, count) in rules { lines.append("  \(count) × \(rule)") }
@@ -115,6 +118,11 @@ public final class SessionStats: Sendable {
             lines.append("  no report written (add --report DIR for the per-host report and the minimal Info.plist)")
         }
         return lines
+    }
+
+    /// `1 host`, `2 hosts`: a count with its noun in the right number (the noun's plural adds `s`).
+    public static func count(_ number: Int, _ noun: String) -> String {
+        "\(number) \(noun)\(number == 1 ? "" : "s")"
     }
 
     /// The words that start every report of a client refusing the proxy's certificate (log, exec, report).

@@ -29,6 +29,7 @@ extension ExchangeLeg {
     mutating func clientGone() {
         if let exchange, !exchange.state.responseComplete {
             exchange.result = .failed
+            exchange.errorCode = NSURLErrorCode.cancelled.rawValue
             exchange.rule = "the client closed the connection before the response was complete"
             logExchange()
             self.exchange = nil
@@ -40,6 +41,7 @@ extension ExchangeLeg {
     mutating func abandonForShutdown() {
         if let exchange, !exchange.state.isRecorded {
             exchange.result = .failed
+            exchange.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
             exchange.rule = "the proxy stopped (grace period over) before the exchange was complete"
         }
         shutDown()
@@ -81,8 +83,12 @@ extension ExchangeLeg {
             switch exchange.result {
             case .completed, .reported:
                 exchange.result = .failed
+                exchange.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
                 exchange.rule = "the connection was closed before the exchange was complete"
-            case .blockedCleartext, .failed, .clientUntrustedCA, .challengeRefused, .challengeAccepted:
+            case .failed:
+                // A failure cut short keeps its code; one without (nothing decided yet) lost its connection.
+                exchange.errorCode = exchange.errorCode ?? NSURLErrorCode.networkConnectionLost.rawValue
+            case .blockedCleartext, .refused, .clientUntrustedCA, .challengeRefused, .challengeAccepted:
                 break
             }
             logExchange()

@@ -49,7 +49,8 @@ extension ExchangeLeg {
             transport = detail.hasPrefix(UpstreamProxy.detailPrefix) ? .other(detail) : .refused
         case .timedOut: transport = .timedOut
         case .networkConnectionLost: transport = .reset
-        case .badServerResponse, .appTransportSecurityRequiresSecureConnection, .secureConnectionFailed,
+        case .cancelled, .unsupportedURL, .badServerResponse, .appTransportSecurityRequiresSecureConnection,
+            .secureConnectionFailed,
             .serverCertificateHasBadDate,
             .serverCertificateUntrusted, .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid,
             .clientCertificateRejected, .clientCertificateRequired:

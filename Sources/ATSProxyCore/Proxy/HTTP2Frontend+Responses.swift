@@ -123,8 +123,10 @@ extension HTTP2Frontend {
         return reset
     }
 
-    /// A response the proxy makes itself for a stream no lane serves (421, 405), logged like any request.
-    func answerLocally(stream id: Int32, status: Int, number: Int, head: HTTP2RequestHead, text: String) {
+    /// A response the proxy makes itself for a stream no lane serves (421, 405), logged as refused with `code`.
+    func answerLocally(
+        stream id: Int32, status: Int, number: Int, head: HTTP2RequestHead, text: String, code: NSURLErrorCode
+    ) {
         let body = Array((text + "\n").utf8)
         let fields = [
             HTTP2Header(":status", String(status)), HTTP2Header("content-type", "text/plain; charset=utf-8"),
@@ -141,8 +143,8 @@ extension HTTP2Frontend {
         let record = RequestRecord(
             time: now, clientAddress: template.client.address,
             taskID: template.client.taskIDPrefix + String(number), method: head.method, url: url,
-            httpProtocol: "h2", source: .urlsession, result: .failed, atsRequired: false, ruleChain: [],
-            rule: text.replacingOccurrences(of: "ats-proxy: ", with: ""), status: status,
+            httpProtocol: "h2", source: .urlsession, result: .refused, atsRequired: false, ruleChain: [],
+            rule: text.replacingOccurrences(of: "ats-proxy: ", with: ""), errorCode: code.rawValue, status: status,
             requestHeaders: head.headers.map { RequestRecord.HeaderField(name: $0.name, value: $0.value) },
             bytesToClient: body.count, route: template.route)
         output.commands.append(.log(record))

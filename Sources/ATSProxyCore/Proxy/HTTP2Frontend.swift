@@ -397,7 +397,7 @@ final class HTTP2Frontend {
             streams[id] = stream
             answerLocally(
                 stream: id, status: 405, number: number, head: head,
-                text: "ats-proxy: CONNECT is not supported inside an intercepted HTTP/2 tunnel")
+                text: "ats-proxy: CONNECT is not supported inside an intercepted HTTP/2 tunnel", code: .unsupportedURL)
             return
         }
         // HTTP/2 field names arrive in lower case (nghttp2 refuses others).
@@ -413,8 +413,8 @@ final class HTTP2Frontend {
             answerLocally(
                 stream: id, status: 421, number: number, head: head,
                 text:
-                    "ats-proxy: this connection's certificate covers \(tunnelHost) only; open a new connection for \(head.authority)"
-            )
+                    "ats-proxy: this connection's certificate covers \(tunnelHost) only; open a new connection for \(head.authority)",
+                code: .cannotConnectToHost)
             return
         }
         var headers = HTTPFields(head.headers.map { HTTPField(name: $0.name, value: $0.value) })

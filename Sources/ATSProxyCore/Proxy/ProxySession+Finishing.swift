@@ -97,7 +97,9 @@ extension ProxySession {
             atsRequired: false, ruleChain: [],
             rule:
                 "the client rejected the TLS handshake with the proxy (\(failure)); install and fully trust the ats-proxy CA on the client",
-            fix: "trust the proxy's CA (ats-proxy ca export) on the device or simulator", route: .connectTLS)
+            fix: "trust the proxy's CA (ats-proxy ca export) on the device or simulator",
+            // What a device's task ends with when it does not trust the certificate it was shown.
+            errorCode: NSURLErrorCode.serverCertificateUntrusted.rawValue, route: .connectTLS)
         leg.commands.append(.log(record))
     }
 

@@ -15,8 +15,11 @@ extension ProxySession {
     }
 
     /// A request or CONNECT the proxy refuses before any upstream is involved (misdirected inside a tunnel, a
-    /// target on the proxy host for a client elsewhere): answered with `status`, recorded as failed, closed.
-    mutating func refuse(_ head: HTTPRequestHead, status: Int, reason: String, text: String) {
+    /// target on the proxy host for a client elsewhere): answered with `status`, recorded as refused with `code`
+    /// (what a device's task would end with), closed.
+    mutating func refuse(
+        _ head: HTTPRequestHead, status: Int, reason: String, text: String, code: NSURLErrorCode = .cannotConnectToHost
+    ) {
         let body = "ats-proxy: \(text)\n"
         let url: String
         switch head.target {
@@ -29,8 +32,9 @@ extension ProxySession {
             .log(
                 RequestRecord(
                     time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(number), method: head.method,
-                    url: url, httpProtocol: "http/1.1", source: .urlsession, result: .failed, atsRequired: false,
-                    ruleChain: [], rule: text, status: status, requestHeaders: head.headers.fields,
+                    url: url, httpProtocol: "http/1.1", source: .urlsession, result: .refused, atsRequired: false,
+                    ruleChain: [], rule: text, errorCode: code.rawValue, status: status,
+                    requestHeaders: head.headers.fields,
                     bytesToClient: body.utf8.count, route: head.method == "CONNECT" ? .connect : leg.route)))
         answerLocally(status: status, reason: reason, body: body, keepAlive: false)
         close()

@@ -27,7 +27,8 @@ extension ProxySession {
             switch TunnelRequestCheck.check(head, host: tunnel.host, port: tunnel.port, cleartext: role.isCleartext) {
             case .sameOrigin: break
             case .misdirected(let text): return refuse(head, status: 421, reason: "Misdirected Request", text: text)
-            case .unsupportedScheme(let text): return refuse(head, status: 400, reason: "Bad Request", text: text)
+            case .unsupportedScheme(let text):
+                return refuse(head, status: 400, reason: "Bad Request", text: text, code: .unsupportedURL)
             }
         }
         let url: String
