@@ -120,6 +120,20 @@ struct PackagingTests {
         #expect(blocked.headers["x-ats-error"] == "-1022")
         proxy.stop()
 
+        // doctor from the package: the CA that run created is sound (a healthy report, exit 0).
+        let doctor = try CLITests.launch(
+            URL(fileURLWithPath: "/usr/bin/ats-proxy"),
+            [
+                "doctor", "--format", "json", "--ca-dir", proxy.directory.file("ca"), "--listen",
+                "127.0.0.1:\(try E2E.freePort())",
+            ],
+            directory: directory.path, environment: E2E.environment, timeout: 60)
+        #expect(doctor.status == 0, "\(doctor.stdout)")
+        let report = try JSONSerialization.jsonObject(with: Data(doctor.stdout.utf8)) as? [String: Any]
+        #expect(report?["healthy"] as? Bool == true)
+        let checks = (report?["findings"] as? [[String: Any]] ?? []).compactMap { $0["check"] as? String }
+        #expect(checks.contains("CA key") && checks.contains("OpenSSL"), "\(checks)")
+
         let removed = try Self.shell("dpkg -r ats-proxy", timeout: 120)
         #expect(removed.status == 0, "\(removed.stderr)")
         #expect(!FileManager.default.fileExists(atPath: "/usr/bin/ats-proxy"))
