@@ -7,7 +7,7 @@ CONFIG ?=
 ARGS ?=
 BIN = .build/debug/ats-proxy
 
-.PHONY: run test build format lint-format bootstrap
+.PHONY: run test build format lint-format bootstrap release install uninstall package
 
 bootstrap:
 	@scripts/bootstrap build
@@ -41,3 +41,30 @@ sanitize-address:
 
 sanitize-thread:
 	@scripts/sanitize thread
+
+# Install and packages (docs/INSTALL.md). One release build, with the version and commit of scripts/version
+# compiled in (Package.swift, CATSBuildInfo); on Linux the Swift runtime is linked in (--static-swift-stdlib).
+#   make install PREFIX=/usr/local [DESTDIR=…]   binary, completions, man page, docs
+#   make uninstall PREFIX=/usr/local             removes what install put there
+#   make package                                 dist/: the Linux archive and the .deb (scripts/package)
+PREFIX ?= /usr/local
+DESTDIR ?=
+# Where the release build goes (SwiftPM's scratch path; another one lets it run beside a debug build).
+RELEASE_SCRATCH ?= .build
+RELEASE_BIN = $(RELEASE_SCRATCH)/release/ats-proxy
+ifeq ($(shell uname -s),Linux)
+RELEASE_FLAGS ?= --static-swift-stdlib
+endif
+
+release: bootstrap
+	ATS_PROXY_BUILD_VERSION="$$(scripts/version)" ATS_PROXY_BUILD_COMMIT="$$(scripts/version --commit)" \
+	  $(SWIFT) build -c release --scratch-path $(RELEASE_SCRATCH) --product ats-proxy $(RELEASE_FLAGS)
+
+install: release
+	@scripts/install "$(DESTDIR)$(PREFIX)" $(RELEASE_BIN)
+
+uninstall:
+	@scripts/install --uninstall "$(DESTDIR)$(PREFIX)"
+
+package:
+	@scripts/package

@@ -22,6 +22,16 @@ import PackageDescription
 /// `Benchmarks/compare`: the checks (swift_beginAccess and the access set) cost about 1% of the proxy's CPU.
 let hotPath: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
 
+/// The version and commit `scripts/version` derives from `git describe`, compiled into `ats-proxy --version` when
+/// `make install` or `scripts/package` builds (they set these variables); a plain `swift build`, from a clone or a
+/// tarball without `.git`, sets none and `--version` says so. Only letters, digits and `.+-_~` are taken.
+let buildInfo: [CSetting] = ["ATS_PROXY_BUILD_VERSION", "ATS_PROXY_BUILD_COMMIT"].compactMap { name in
+    guard let value = Context.environment[name], !value.isEmpty,
+        value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || ".+-_~".contains($0)) })
+    else { return nil }
+    return .define(name, to: "\"\(value)\"")
+}
+
 let package = Package(
     name: "ats-proxy",
     platforms: [.macOS(.v15)],
@@ -54,6 +64,7 @@ let package = Package(
         ),
         .target(name: "COpenSSLShims", dependencies: ["COpenSSL"]),
         .target(name: "CATSPoll"),
+        .target(name: "CATSBuildInfo", cSettings: buildInfo),
         .target(
             name: "ATSPolicy",
             dependencies: [.product(name: "ZIPFoundation", package: "ZIPFoundation")]
@@ -81,7 +92,7 @@ let package = Package(
             name: "ats-proxy",
             dependencies: [
                 "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO", "ATSReport", "ATSDiagnose",
-                "ATSSystemTools", "ATSWeb", "ATSAppTrust",
+                "ATSSystemTools", "ATSWeb", "ATSAppTrust", "CATSBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -113,7 +124,10 @@ let package = Package(
         ),
         .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore"]),
         .testTarget(
-            name: "ats-proxyTests", dependencies: ["ATSPolicy", "ATSTLS", "ATSTestSupport", "ATSSystemTools"],
+            name: "ats-proxyTests",
+            dependencies: [
+                "ATSPolicy", "ATSTLS", "ATSTestSupport", "ATSSystemTools", .product(name: "Yams", package: "Yams"),
+            ],
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "ATSSystemToolsTests", dependencies: ["ATSSystemTools"]),

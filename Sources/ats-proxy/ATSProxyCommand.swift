@@ -20,8 +20,7 @@ struct ATSProxyCommand: ParsableCommand {
         subcommands: [
             RunCommand.self, ExecCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self,
             DiagnoseCommand.self, VerifyCommand.self, FixCommand.self, CTCommand.self, SettingsCommand.self,
-            SystemProxyCommand.self,
-            TrustOverlayExecCommand.self,
+            SystemProxyCommand.self, TrustOverlayExecCommand.self, DoctorCommand.self,
         ],
         defaultSubcommand: RunCommand.self
     )
@@ -31,6 +30,12 @@ struct ATSProxyCommand: ParsableCommand {
     /// Settings-file and `ATS_PROXY_*` values enter as arguments before parsing (see
     /// ``SettingsInjection``); a bad settings file or variable is one line and exit status 2.
     static func main() {
+        // `--version` alone prints the full report (libraries asked at run time); ArgumentParser's own
+        // handling would print only the static `version` string.
+        if Array(CommandLine.arguments.dropFirst()) == ["--version"] {
+            print(VersionReport.current().text)
+            return
+        }
         let arguments: [String]
         do {
             arguments = try SettingsInjection.resolve(
@@ -54,7 +59,12 @@ struct ATSProxyCommand: ParsableCommand {
     }
 }
 
-/// The version string printed by `--version`.
+/// The version of this build.
 enum ATSProxyVersion {
-    static let text = "0.1.0"
+    /// The last released version. The release script updates it; `scripts/version` starts from it when no
+    /// `v*` tag is reachable.
+    static let released = "0.1.0"
+    /// The version ArgumentParser knows (it lists `--version` in the help); `--version` itself prints
+    /// ``VersionReport``.
+    static let text = VersionReport.buildVersion
 }

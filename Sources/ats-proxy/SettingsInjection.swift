@@ -20,7 +20,9 @@ enum SettingsInjection {
     ) throws -> Applied {
         let end = arguments.firstIndex(of: "--") ?? arguments.endIndex
         let own = Array(arguments[..<end])
-        let wantsHelp = own.contains { ["--help", "-h", "--version", "--experimental-dump-help"].contains($0) }
+        let wantsHelp = own.contains {
+            ["--help", "-h", "--version", "--experimental-dump-help", "--generate-completion-script"].contains($0)
+        }
         guard !wantsHelp, let (start, scopes) = position(in: own) else {
             return Applied(arguments: arguments, file: nil, settings: [])
         }

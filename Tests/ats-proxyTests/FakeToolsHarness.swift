@@ -3,7 +3,7 @@ import ATSTestSupport
 import Foundation
 import Testing
 
-/// Fake `networksetup`, `security`, `xcrun` and `update-ca-certificates` (`Fixtures/fake-tools`) first on
+/// Fake `networksetup`, `security`, `xcrun`, `sqlite3` and `update-ca-certificates` (`Fixtures/fake-tools`) first on
 /// PATH, their state and call log, and `ats-proxy` runs in that environment; HOME and the saved-state
 /// directory are private to the instance, so nothing on the machine is read or changed.
 final class FakeToolsHarness: @unchecked Sendable {
@@ -14,7 +14,7 @@ final class FakeToolsHarness: @unchecked Sendable {
         directory = try TemporaryDirectory("fake-tools")
         bin = directory.file("bin")
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
-        for name in ["networksetup", "security", "xcrun", "update-ca-certificates"] {
+        for name in ["networksetup", "security", "xcrun", "sqlite3", "update-ca-certificates"] {
             try FileManager.default.createSymbolicLink(
                 atPath: "\(bin)/\(name)", withDestinationPath: E2E.fixture("fake-tools/fake_tool.py"))
         }

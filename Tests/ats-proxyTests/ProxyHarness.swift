@@ -215,9 +215,11 @@ final class ProxyProcess: @unchecked Sendable {
     ///   - plist: the Info.plist text (XML).
     ///   - resolve: `--resolve` entries (`host:port:127.0.0.1` is added for each host/port).
     ///   - logToFile: log to `--log-file` (true) or leave the log on stderr.
+    ///   - binary: the `ats-proxy` to run (default: the one built with the tests).
     init(
         plist: String, resolve: [(String, Int)] = [], upstreamCAs: [String] = [], arguments extra: [String] = [],
-        logToFile: Bool = true, port fixedPort: Int? = nil, environment: [String: String] = [:]
+        logToFile: Bool = true, port fixedPort: Int? = nil, environment: [String: String] = [:],
+        binary: String = CLITests.binary.path
     ) throws {
         directory = try TemporaryDirectory("proxy")
         configPath = try directory.write("Info.plist", plist)
@@ -235,7 +237,7 @@ final class ProxyProcess: @unchecked Sendable {
             if logToFile { arguments += ["--log-file", logPath] }
             arguments += extra
             let child = try Child(
-                executable: CLITests.binary.path, arguments: arguments, directory: directory, label: "proxy",
+                executable: binary, arguments: arguments, directory: directory, label: "proxy",
                 environment: environment)
             let started = E2E.poll(timeout: 15) { () -> Bool? in
                 if !child.process.isRunning { return false }

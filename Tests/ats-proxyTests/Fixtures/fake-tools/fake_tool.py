@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Stand-ins for the macOS and Linux tools ats-proxy drives (networksetup, security, xcrun simctl,
-update-ca-certificates), for tests on Linux. Linked under each tool's name in a directory put first on
+"""Stand-ins for the macOS and Linux tools ats-proxy drives (networksetup, security, xcrun simctl, sqlite3
+on a Simulator's trust store, update-ca-certificates), for tests on Linux. Linked under each tool's name in a directory put first on
 PATH. Every call is appended to $FAKE_TOOLS_DIR/calls.log (one JSON array per line: tool name, then the
 arguments); the tools' state (network services and their proxies, booted simulators, failures to
 simulate) lives in $FAKE_TOOLS_DIR/state.json, which the tests write and read. The answers copy the real
 tools' wording, including their failures: no network service, permission denied, no booted simulator."""
+import base64
+import hashlib
 import json
 import os
 import sys
@@ -106,6 +108,10 @@ def xcrun(args, state):
         roots = match[0].setdefault("roots", [])
         if action == "add-root-cert":
             roots.append(args[3])
+            # The real simctl writes the root into the device's TrustStore.sqlite3 (read by `doctor`).
+            store = trust_store(match[0]["udid"])
+            os.makedirs(os.path.dirname(store), exist_ok=True)
+            open(store, "a").close()
         elif action == "reset":
             roots.clear()
         save(state)
@@ -122,6 +128,13 @@ def security(args, state):
         answer(failure)
     if command == "add-trusted-cert":
         keychain.append(args[-1])
+    elif command == "verify-cert":
+        path = args[args.index("-c") + 1]
+        if path not in keychain:
+            sys.stdout.write("Cert Verify Result: CSSMERR_TP_NOT_TRUSTED\n")
+            sys.exit(1)
+        sys.stdout.write("...certificate verification successful.\n")
+        return
     elif command == "remove-trusted-cert":
         if args[-1] not in keychain:
             sys.stderr.write("SecTrustSettingsRemoveTrustSettings: The specified item could not be found in the keychain.\n")
@@ -135,6 +148,31 @@ def security(args, state):
         sys.stderr.write("security: unknown command \"%s\"\n" % command)
         sys.exit(2)
     save(state)
+
+
+def trust_store(udid):
+    return os.path.join(os.environ["HOME"], "Library/Developer/CoreSimulator/Devices", udid,
+                        "data/private/var/protected/trustd/private/TrustStore.sqlite3")
+
+
+def sha256_of_pem(path):
+    """The SHA-256 of a PEM certificate's DER, upper-case hex (as sqlite's hex() prints a blob)."""
+    with open(path) as handle:
+        body = "".join(line.strip() for line in handle if line.strip() and not line.startswith("-----"))
+    return hashlib.sha256(base64.b64decode(body)).hexdigest().upper()
+
+
+def sqlite3(args, state):
+    """Answers `sqlite3 -readonly STORE "SELECT hex(sha256) FROM tsettings"` for a simulator's trust store:
+    the fingerprints of the roots `simctl keychain add-root-cert` added to that device."""
+    store, query = args[-2], args[-1]
+    if query != "SELECT hex(sha256) FROM tsettings" or not os.path.exists(store):
+        sys.stderr.write("Error: unable to open database \"%s\": unable to open database file\n" % store)
+        sys.exit(1)
+    for device in state.get("simulators", []):
+        if trust_store(device["udid"]) == store:
+            for root in device.get("roots", []):
+                print(sha256_of_pem(root))
 
 
 def update_ca_certificates(args, state):
@@ -154,7 +192,7 @@ def main():
     with open(os.path.join(DIR, "calls.log"), "a") as log:
         log.write(json.dumps([tool] + args) + "\n")
     state = load()
-    {"networksetup": networksetup, "xcrun": xcrun, "security": security,
+    {"networksetup": networksetup, "xcrun": xcrun, "security": security, "sqlite3": sqlite3,
      "update-ca-certificates": update_ca_certificates}[tool](args, state)
 
 
