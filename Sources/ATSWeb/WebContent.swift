@@ -18,6 +18,8 @@ public struct WebContent: Sendable {
     public var minimalDictionary: @Sendable () -> String
     /// The proxy's CA certificate (PEM).
     public var caPEM: [UInt8]
+    /// The Prometheus metrics served as `/metrics` (nil: that path is 404).
+    public var metrics: ProxyMetrics? = nil
 
     public init(
         title: String, har: @escaping @Sendable () -> Data, reportJSON: @escaping @Sendable () -> Data,

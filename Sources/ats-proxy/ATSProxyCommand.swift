@@ -20,6 +20,7 @@ struct ATSProxyCommand: ParsableCommand {
         subcommands: [
             RunCommand.self, ExecCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self,
             DiagnoseCommand.self, SettingsCommand.self, SystemProxyCommand.self, TrustOverlayExecCommand.self,
+            MCPCommand.self,
         ],
         defaultSubcommand: RunCommand.self
     )
