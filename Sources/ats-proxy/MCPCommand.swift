@@ -87,7 +87,8 @@ struct MCPServerSession: Sendable {
         await server.withMethodHandler(ListTools.self) { _ in ListTools.Result(tools: toolbox.tools) }
         await server.withMethodHandler(CallTool.self) { parameters in
             let answer = await Task.detached { toolbox.call(parameters.name, parameters.arguments ?? [:]) }.value
-            return CallTool.Result(content: [.text(text: answer.text, annotations: nil, _meta: nil)], isError: answer.isError)
+            return CallTool.Result(
+                content: [.text(text: answer.text, annotations: nil, _meta: nil)], isError: answer.isError)
         }
         try await server.start(transport: StdioTransport())
         await server.waitUntilCompleted()

@@ -31,7 +31,9 @@ struct WebAPIClient: Sendable {
         var rest = Substring(text)
         if rest.hasPrefix("http://") { rest = rest.dropFirst("http://".count) }
         if rest.hasSuffix("/") { rest = rest.dropLast() }
-        if rest.lowercased().hasPrefix("localhost:") { rest = Substring("127.0.0.1" + rest.dropFirst("localhost".count)) }
+        if rest.lowercased().hasPrefix("localhost:") {
+            rest = Substring("127.0.0.1" + rest.dropFirst("localhost".count))
+        }
         guard let listen = ListenAddress(parsing: String(rest)) else {
             throw Failure(description: "--web '\(text)' is not http://HOST:PORT (e.g. http://127.0.0.1:8081)")
         }
