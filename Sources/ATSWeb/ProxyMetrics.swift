@@ -42,7 +42,9 @@ public final class ProxyMetrics: Sendable {
         self.factory = factory
         duration = CoreMetrics.Timer(label: "ats_proxy_request_duration_seconds", factory: factory)
         openConnections = registry.makeGauge(
-            name: "ats_proxy_open_connections", help: "Client connections the proxy has open now.")
+            descriptor: MetricNameDescriptor(
+                namespace: "ats_proxy", metricName: "open_connections", unitName: "",
+                helpText: "Client connections the proxy has open now."))
     }
 
     /// Tells the metrics how to count the open client connections (read at each scrape).
