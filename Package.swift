@@ -48,6 +48,11 @@ let package = Package(
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: ["JSON", "YAML"]),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        // `ats-proxy mcp`: the Model Context Protocol server (stdio transport).
+        .package(url: "https://github.com/modelcontextprotocol/swift-sdk", from: "0.12.1"),
+        // `/metrics` on the --web listener.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(
@@ -87,7 +92,13 @@ let package = Package(
         .target(name: "CProcessSpawn"),
         .target(name: "ATSSystemTools", dependencies: ["CTrustOverlay", "CProcessSpawn"]),
         .target(name: "ATSProxyTesting"),
-        .target(name: "ATSWeb", dependencies: ["ATSPolicy", "ATSTLS", "ATSProxyCore", "ATSProxyIO"]),
+        .target(
+            name: "ATSWeb",
+            dependencies: [
+                "ATSPolicy", "ATSTLS", "ATSProxyCore", "ATSProxyIO",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]),
         .executableTarget(
             name: "ats-proxy",
             dependencies: [
@@ -97,6 +108,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "MCP", package: "swift-sdk"),
             ]
         ),
         // Helpers shared by several test targets (test PKI, in-memory TLS pumps, report fixtures);

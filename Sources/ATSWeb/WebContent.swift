@@ -20,6 +20,8 @@ public struct WebContent: Sendable {
     public var caPEM: [UInt8]
     /// `/proxy.pac` (nil: not served here).
     public var autoConfig: WebAutoConfig?
+    /// The Prometheus metrics served as `/metrics` (nil: that path is 404).
+    public var metrics: ProxyMetrics? = nil
 
     public init(
         title: String, har: @escaping @Sendable () -> Data, reportJSON: @escaping @Sendable () -> Data,

@@ -138,10 +138,20 @@ public final class WebServer: @unchecked Sendable {
                 .text(421, "Misdirected Request", "ats-proxy web view: open it by IP address or localhost\n"), head)
         }
         let path: String
+        var query = ""
         switch head.target {
-        case .origin(let text): path = String(text.prefix { $0 != "?" && $0 != "#" })
-        case .absolute(_, _, let pathAndQuery): path = String(pathAndQuery.prefix { $0 != "?" && $0 != "#" })
+        case .origin(let text):
+            path = String(text.prefix { $0 != "?" && $0 != "#" })
+            query = Self.query(of: text)
+        case .absolute(_, _, let pathAndQuery):
+            path = String(pathAndQuery.prefix { $0 != "?" && $0 != "#" })
+            query = Self.query(of: pathAndQuery)
         case .authority, .asterisk: path = ""
+        }
+        if path == "/api/flows" || path.hasPrefix("/api/flows/") {
+            return finish(
+                connection,
+                FlowAPI(store: store, allowSecrets: configuration.allowSecrets).respond(path: path, query: query), head)
         }
         switch path {
         case "/", "/flows", "/index.html":
@@ -171,6 +181,15 @@ public final class WebServer: @unchecked Sendable {
                 WebResponse(
                     status: 200, reason: "OK", contentType: "text/html; charset=utf-8",
                     body: Array(content.reportHTML().utf8), fileName: "report.html"), head)
+        case "/metrics":
+            guard let metrics = content.metrics else {
+                return finish(connection, .text(404, "Not Found", "ats-proxy web view: no such page\n"), head)
+            }
+            finish(
+                connection,
+                WebResponse(
+                    status: 200, reason: "OK", contentType: "text/plain; version=0.0.4; charset=utf-8",
+                    body: metrics.exposition()), head)
         case "/ats-proxy-ca.pem":
             finish(
                 connection,
@@ -185,6 +204,12 @@ public final class WebServer: @unchecked Sendable {
         default:
             finish(connection, .text(404, "Not Found", "ats-proxy web view: no such page\n"), head)
         }
+    }
+
+    /// The query of a request target (after `?`, before `#`).
+    static func query(of target: some StringProtocol) -> String {
+        guard let mark = target.firstIndex(of: "?") else { return "" }
+        return String(target[target.index(after: mark)...].prefix { $0 != "#" })
     }
 
     private func finish(_ connection: TCPConnection, _ response: WebResponse, _ head: HTTPRequestHead) {

@@ -20,7 +20,7 @@ struct ATSProxyCommand: ParsableCommand {
         subcommands: [
             RunCommand.self, ExecCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self,
             DiagnoseCommand.self, VerifyCommand.self, FixCommand.self, CTCommand.self, SettingsCommand.self,
-            SystemProxyCommand.self, TrustOverlayExecCommand.self, DoctorCommand.self,
+            SystemProxyCommand.self, TrustOverlayExecCommand.self, DoctorCommand.self, MCPCommand.self,
         ],
         defaultSubcommand: RunCommand.self
     )

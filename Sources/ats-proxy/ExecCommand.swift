@@ -1,5 +1,6 @@
 import ATSProxyCore
 import ATSProxyIO
+import ATSReport
 import ATSSystemTools
 import ArgumentParser
 import Foundation
@@ -38,10 +39,13 @@ struct ExecCommand: ParsableCommand {
             or unprivileged user namespaces; when neither is there, exec says what to run instead.
 
             Exit status: the command's; 3 if it succeeded but ATS violations were seen (unless \
-            --allow-violations); 4 if the client refused the proxy's certificate (it does not trust the proxy \
+            --allow-violations; with --baseline, only violations the baseline does not list count); 4 if the client refused the proxy's certificate (it does not trust the proxy \
             CA: a set-up failure, not an ATS verdict); 5 if the client accepted a forged server of --challenge \
             (its own trust evaluation is off; 4 wins over 5, 5 over 3); 127 if the command cannot be started; \
             2 for bad options.
+
+            When GITHUB_STEP_SUMMARY is set (GitHub Actions), a Markdown summary (violations, fixes, the \
+            minimal Info.plist dictionary) is appended to that file.
 
             Example: ats-proxy exec --config Info.plist -- swift test
             """)
@@ -103,10 +107,12 @@ struct ExecCommand: ParsableCommand {
             throw ExitCode(127)
         }
         let untrusted = FirstUntrustedRecord()
+        let stepSummaryPath = Self.stepSummaryPath(ProcessInfo.processInfo.environment)
         let launched: LaunchedProxy
         let bundle: String
         do {
-            launched = try options.launch(listenOverride: ["127.0.0.1:0"], observer: { untrusted.offer($0) })
+            launched = try options.launch(
+                listenOverride: ["127.0.0.1:0"], observer: { untrusted.offer($0) }, needsReport: stepSummaryPath != nil)
             bundle = try Self.writeBundle(caPath: launched.caPath)
         } catch {
             exitWithError(error)
@@ -160,9 +166,34 @@ struct ExecCommand: ParsableCommand {
         let status = process.waitUntilExit().shellStatus
         let outcome = ExecOutcome(
             stats: launched.stats.snapshot, commandStatus: status, allowViolations: allowViolations,
-            firstUntrusted: untrusted.record, overlayState: overlay.state)
+            firstUntrusted: untrusted.record, overlayState: overlay.state, baseline: launched.baselineComparison)
         FileHandle.standardError.write(Data(outcome.lines.map { $0 + "\n" }.joined().utf8))
+        if let stepSummaryPath { appendStepSummary(launched, outcome: outcome, to: stepSummaryPath) }
         throw ExitCode(outcome.status)
+    }
+
+    /// The variable GitHub Actions sets to the file a step appends its Markdown summary to.
+    static let stepSummaryVariable = "GITHUB_STEP_SUMMARY"
+
+    /// `$GITHUB_STEP_SUMMARY` when set and not empty.
+    static func stepSummaryPath(_ environment: [String: String]) -> String? {
+        guard let path = environment[stepSummaryVariable], !path.isEmpty else { return nil }
+        return path
+    }
+
+    /// Appends the session's Markdown summary (violations, fixes, minimal dictionary) to `path`; a failure is
+    /// printed, never fatal (the exit status stays the command's verdict).
+    func appendStepSummary(_ launched: LaunchedProxy, outcome: ExecOutcome, to path: String) {
+        guard let report = launched.report else { return }
+        report.setIgnored(launched.services.settings.hostFilter.ignored)
+        let markdown = StepSummaryWriter.markdown(
+            report.document(), exitStatus: outcome.status, baseline: outcome.baseline)
+        do {
+            try StepSummaryWriter.append(markdown, to: path)
+        } catch {
+            FileHandle.standardError.write(
+                Data("ats-proxy: error: cannot append the step summary to \(path): \(error)\n".utf8))
+        }
     }
 
     /// How the command is started: through `trust-overlay-exec` when the overlay can be set up, else

@@ -1,4 +1,5 @@
 import ATSProxyCore
+import ATSReport
 import Foundation
 
 /// How an `exec` run ends: its closing lines and exit status, from the session's counts and the command's
@@ -12,12 +13,17 @@ struct ExecOutcome {
     let firstUntrusted: RequestRecord?
     /// The value of ATS_PROXY_TRUST_OVERLAY the command had.
     let overlayState: String
+    /// `--baseline`: only the violations it does not list turn a successful command into 3.
+    var baseline: BaselineComparison? = nil
+
+    /// The violations that count toward status 3: all of them, or with a baseline the new ones.
+    var countedViolations: Int { baseline?.new.count ?? stats.violations }
 
     /// The exit status of `ats-proxy exec`.
     var status: Int32 {
         if stats.clientUntrustedCA > 0 { return ExecCommand.clientUntrustedStatus }
         if stats.challengeFindings > 0 { return ExecCommand.challengeFindingStatus }
-        if commandStatus == 0 && stats.violations > 0 && !allowViolations { return 3 }
+        if commandStatus == 0 && countedViolations > 0 && !allowViolations { return 3 }
         return commandStatus
     }
 
@@ -39,11 +45,12 @@ struct ExecOutcome {
                 "\(summary), \(stats.challengeFindings) forged server(s) accepted (--challenge); exiting \(ExecCommand.challengeFindingStatus): the app's trust evaluation accepts servers it must refuse"
             )
         } else if status == 3 {
-            lines.append("\(summary); exiting 3 (use --allow-violations to keep the command's status)")
+            let which = baseline == nil ? "" : " (\(countedViolations) not in the baseline)"
+            lines.append("\(summary)\(which); exiting 3 (use --allow-violations to keep the command's status)")
         } else {
             lines.append(summary)
         }
-        return lines
+        return lines + (baseline?.lines ?? [])
     }
 
     /// What to change so that the client trusts the proxy CA.

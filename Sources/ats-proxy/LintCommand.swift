@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSReport
 import ArgumentParser
 import Foundation
 
@@ -15,8 +16,15 @@ struct LintCommand: ParsableCommand {
     @Flag(name: .long, help: "Exit 1 when there are warnings.")
     var strict = false
 
-    @Option(name: .long, help: "Output format: text or json.")
-    var format: ExplainCommand.OutputFormat = .text
+    @Option(
+        name: .long,
+        help: "Output format: text, json or sarif (SARIF 2.1.0 for code scanning, with each key's line and column).")
+    var format: OutputFormat = .text
+
+    /// What `lint` prints.
+    enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+        case text, json, sarif
+    }
 
     func run() throws {
         let report: LintReport
@@ -37,6 +45,15 @@ struct LintCommand: ParsableCommand {
             if let data = try? encoder.encode(report) { print(String(decoding: data, as: UTF8.self)) }
         case .text:
             print(LintTextRenderer.render(report, source: loaded.summary))
+        case .sarif:
+            let writer = SARIFLintWriter(
+                report: report, source: loaded, toolVersion: ATSProxyVersion.text,
+                workingDirectory: FileManager.default.currentDirectoryPath)
+            do {
+                print(String(decoding: try writer.json(), as: UTF8.self))
+            } catch {
+                exitWithError(error)
+            }
         }
         throw ExitCode(report.exitStatus(strict: strict))
     }

@@ -18,6 +18,8 @@ struct ProxyOptions: ParsableArguments {
 
     @OptionGroup(title: "Watching a session") var observe: ObservationOptions
 
+    @OptionGroup(title: "CI") var ci: CIOptions
+
     @Option(name: .long, help: "Address to listen on, HOST:PORT or [IPv6]:PORT (repeatable).")
     var listen: [String] = ["127.0.0.1:8080"]
 
@@ -289,22 +291,30 @@ struct ProxyOptions: ParsableArguments {
         }
     }
 
-    /// Builds and starts a proxy; `listenOverride` replaces `--listen` (exec uses a free port).
+    /// Builds and starts a proxy; `listenOverride` replaces `--listen` (exec uses a free port). `needsReport`
+    /// keeps a session report even without `--report` (exec's step summary reads it).
     func launch(
-        listenOverride: [String]? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil
+        listenOverride: [String]? = nil, observer: (@Sendable (RequestRecord) -> Void)? = nil,
+        needsReport: Bool = false
     ) throws -> LaunchedProxy {
         IOSystem.ignoreSIGPIPE()
         if let report { try SessionReport.checkWritable(directory: report) }
         let loaded = try policy.loadSource()
         let snapshot = try makeSnapshot(loaded)
         let observation = try SessionObservation.make(observe, allowSecrets: logSecrets)
-        let sessionReport = report.map { _ in SessionReport(snapshot: snapshot, source: loaded) }
+        let baseline = try ci.loadBaseline()
+        let ledger = baseline.map { _ in ViolationLedger() }
+        let sessionReport =
+            report != nil || needsReport ? SessionReport(snapshot: snapshot, source: loaded) : nil
         let flows = observation?.store
+        let metrics = observation?.metrics
         let stats = SessionStats()
         let observer: @Sendable (RequestRecord) -> Void = { record in
             stats.record(record)
             sessionReport?.record(record)
             flows?.record(record)
+            metrics?.record(record)
+            ledger?.record(record)
             observer?(record)
         }
         let log = try ProxyLogSink(
@@ -384,6 +394,7 @@ struct ProxyOptions: ParsableArguments {
             resolver: Resolver(overrides: resolverOverrides), log: log)
         let bound = try server.start()
         webAutoConfig.setListeners(bound)
+        metrics?.setConnectionCount { server.liveConnections }
         try systemProxyOptions.engage(bound: bound)
         let boundAddresses = bound.map(ListenAddress.init)
         settings.selfAuthorities.insert(contentsOf: Self.selfAuthorities(boundAddresses))
@@ -393,7 +404,7 @@ struct ProxyOptions: ParsableArguments {
             server: server, services: services, log: log, bound: bound, caPath: caPath, caNote: caNote,
             authority: authority,
             loaded: loaded, snapshot: snapshot, stats: stats, report: sessionReport, reportDirectory: report,
-            observation: observation, ctLine: ct.bannerLine)
+            observation: observation, ctLine: ct.bannerLine, baseline: baseline, ledger: ledger)
     }
 
     /// The environment variable with `user:password` for an upstream proxy whose URL carries none.
@@ -579,6 +590,8 @@ struct ProxyOptions: ParsableArguments {
                 var lines = SessionStats.summaryLines(
                     stats, reportDirectory: launched.reportDirectory,
                     ignored: launched.services.settings.hostFilter.ignored)
+                let comparison = launched.baselineComparison
+                lines += comparison?.lines ?? []
                 // As for exec: a client that refused the proxy CA (4) makes the verdicts untrustworthy, and wins
                 // over a client that accepted a forged server (5), which wins over violations (3).
                 var status: Int32 = 0
@@ -591,9 +604,13 @@ struct ProxyOptions: ParsableArguments {
                     lines.append(
                         "ats-proxy: exiting \(ExecCommand.challengeFindingStatus): the client accepted \(stats.challengeFindings) forged server(s) (--challenge, --fail-on-violations)"
                     )
-                } else if failOnViolations && stats.violations > 0 {
+                } else if failOnViolations && (comparison?.new.count ?? stats.violations) > 0 {
                     status = 3
-                    lines.append("ats-proxy: exiting 3: ATS violations were seen (--fail-on-violations)")
+                    lines.append(
+                        comparison == nil
+                            ? "ats-proxy: exiting 3: ATS violations were seen (--fail-on-violations)"
+                            : "ats-proxy: exiting 3: ATS violations the baseline does not list were seen (--fail-on-violations)"
+                    )
                 }
                 FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
                 Foundation.exit(status)
@@ -678,6 +695,15 @@ struct LaunchedProxy {
     var observation: SessionObservation? = nil
     /// The banner's line about the CT log list (`CTLogSelection.bannerLine`).
     var ctLine: String? = nil
+    /// `--baseline`: the earlier run's violations, and the distinct violations of this one (both nil without it).
+    var baseline: ViolationBaseline? = nil
+    var ledger: ViolationLedger? = nil
+
+    /// This session's violations against `--baseline` so far (nil without it).
+    var baselineComparison: BaselineComparison? {
+        guard let baseline, let ledger else { return nil }
+        return BaselineComparison(baseline: baseline, seen: ledger.violations)
+    }
 
     /// Writes the session report (when --report was given) and the HAR (when --har was given);
     /// failures are logged, not fatal.
@@ -708,8 +734,9 @@ struct RunCommand: ParsableCommand {
 
             At exit (SIGINT/SIGTERM) it prints a summary: requests, hosts, violations by rule and \
             where the report is. Exit status: 0; with --fail-on-violations 3 when ATS violations were \
-            seen, 4 when a client refused the proxy CA, 5 when a client accepted a forged server of \
-            --challenge (4 wins over 5, 5 over 3); 2 on bad options, settings or configuration.
+            seen (with --baseline: violations the baseline does not list), 4 when a client refused the \
+            proxy CA, 5 when a client accepted a forged server of --challenge (4 wins over 5, 5 over 3); 2 on \
+            bad options, settings or configuration.
             """)
 
     @OptionGroup var options: ProxyOptions

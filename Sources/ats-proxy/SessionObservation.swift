@@ -15,6 +15,8 @@ final class SessionObservation: @unchecked Sendable {
     let keyLog: TLSKeyLog?
     /// The ring of flows, when the page or the HAR needs one (nil: nothing is recorded).
     let store: FlowStore?
+    /// The Prometheus metrics of `/metrics`, only with `--web` (nil: no metric is ever touched).
+    let metrics: ProxyMetrics?
     let harPath: String?
     private let webAddress: ListenAddress?
     private let allowSecrets: Bool
@@ -36,15 +38,18 @@ final class SessionObservation: @unchecked Sendable {
         if let har = options.har { try Self.checkWritable(har) }
         return SessionObservation(
             keyLog: keyLog, store: options.keepsFlows ? FlowStore(capacity: options.webFlows) : nil,
+            metrics: options.web != nil ? ProxyMetrics() : nil,
             harPath: options.har, webAddress: options.web.flatMap(ListenAddress.init(parsing:)),
             allowSecrets: allowSecrets)
     }
 
     private init(
-        keyLog: TLSKeyLog?, store: FlowStore?, harPath: String?, webAddress: ListenAddress?, allowSecrets: Bool
+        keyLog: TLSKeyLog?, store: FlowStore?, metrics: ProxyMetrics?, harPath: String?, webAddress: ListenAddress?,
+        allowSecrets: Bool
     ) {
         self.keyLog = keyLog
         self.store = store
+        self.metrics = metrics
         self.harPath = harPath
         self.webAddress = webAddress
         self.allowSecrets = allowSecrets
@@ -85,6 +90,7 @@ final class SessionObservation: @unchecked Sendable {
             reportHTML: { report().html() }, minimalDictionary: { source.current().minimalDictionaryPlist() },
             caPEM: caPEM)
         content.autoConfig = autoConfig
+        content.metrics = metrics
         let server = WebServer(configuration: configuration, store: store, content: content, backend: backend)
         do {
             webBound = try server.start()

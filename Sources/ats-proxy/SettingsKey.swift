@@ -120,6 +120,7 @@ struct SettingsKey: Sendable {
         .init("har", .proxy, \.observe.har, isPath: true),
         .init("capture-bodies", .proxy, \.observe.captureBodies),
         .init("keylog", .proxy, \.observe.keylog, isPath: true),
+        .init("baseline", .proxy, \.ci.baseline, isPath: true),
     ]
 
     /// The row named `name`, if any.
