@@ -477,7 +477,8 @@ extension SessionReport {
                 verdicts.append(
                     VerdictSummary(
                         result: record.result.rawValue, outcome: outcome, code: code, kind: kind, count: 0,
-                        rule: record.rule, fix: record.fix, exampleURL: record.url, exampleRoute: record.route?.rawValue))
+                        rule: record.rule, fix: record.fix, exampleURL: record.url, exampleRoute: record.route?.rawValue
+                    ))
                 verdict = verdicts.count - 1
                 verdictIndex[verdictKey] = verdict
             }

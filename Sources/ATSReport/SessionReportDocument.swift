@@ -1,6 +1,6 @@
 import ATSPolicy
-import ATSTLS
 import ATSProxyCore
+import ATSTLS
 import Foundation
 
 /// The `report.json` document: everything a session report says, as Codable values. The JSON

@@ -52,7 +52,7 @@ public struct FlowFilter: Sendable, Equatable {
         if !outcome.isEmpty && view.outcome != outcome { return false }
         if !code.isEmpty && !(view.code ?? "").contains(code) { return false }
         if !source.isEmpty && view.source != source { return false }
-        if violationsOnly && !Self.isViolation(view.outcome) { return false }
+        if violationsOnly && !view.violation { return false }
         if !text.isEmpty {
             let haystack = [
                 view.url, view.method, view.rule, view.fix ?? "", view.code ?? "", view.outcome,
@@ -61,10 +61,5 @@ public struct FlowFilter: Sendable, Equatable {
             if !haystack.contains(text.lowercased()) { return false }
         }
         return true
-    }
-
-    /// The page's `isViolation`: blocked or let through in report mode.
-    static func isViolation(_ outcome: String) -> Bool {
-        outcome == FlowOutcome.blocked.rawValue || outcome == FlowOutcome.reported.rawValue
     }
 }

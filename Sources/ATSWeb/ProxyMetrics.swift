@@ -10,8 +10,11 @@ import Synchronization
 /// session's own (not the process-wide bootstrap); the open-connection gauge is read when scraped.
 ///
 /// Series (all prefixed `ats_proxy_`):
-/// - `requests_total{outcome, route}`: finished requests by the page's outcome word and route;
-/// - `ats_violations_total{code}`: blocked or reported loads by NSURLError code (`-1022`, `-1200 [3:-9836]`);
+/// - `requests_total{outcome, route}`: finished requests by `LoadOutcome` (its slug: `allowed`,
+///   `allowed-by-exception`, `blocked`, `network-error`, …) and `ProxyRoute` (`absolute-form`, `CONNECT+TLS`,
+///   `CONNECT+HTTP`, …; `local` for the proxy's own onboarding host);
+/// - `ats_violations_total{code}`: loads that broke ATS (`LoadOutcome.breaksATS`) by NSURLError code (`-1022`,
+///   `-1200 [3:-9836]`);
 /// - `handshake_failures_total{kind}`: TLS failures by code, and `client-untrusted-ca` for clients that refused
 ///   the proxy's certificate;
 /// - `challenge_findings_total` and `challenge_passes_total` (`--challenge`);
@@ -54,16 +57,17 @@ public final class ProxyMetrics: Sendable {
 
     /// Counts one finished request.
     public func record(_ record: RequestRecord) {
-        let outcome = FlowOutcome(record)
-        increment("ats_proxy_requests_total", [("outcome", outcome.rawValue), ("route", Self.route(of: record))])
+        let outcome = LoadOutcome(record)
+        increment("ats_proxy_requests_total", [("outcome", outcome.slug), ("route", Self.route(of: record))])
+        if LoadOutcome.breaksATS(record) {
+            increment("ats_proxy_ats_violations_total", [("code", LoadOutcome.code(of: record) ?? "none")])
+        }
         switch outcome {
-        case .blocked, .reported:
-            increment("ats_proxy_ats_violations_total", [("code", FlowOutcome.code(of: record) ?? "none")])
         case .challengeFinding:
             increment("ats_proxy_challenge_findings_total", [])
-        case .challengePass:
+        case .challengePassed:
             increment("ats_proxy_challenge_passes_total", [])
-        case .allowed, .failed, .ignored:
+        case .allowed, .allowedByException, .blocked, .failed, .networkError, .reported, .passthrough, .ignored:
             break
         }
         if let kind = Self.handshakeFailureKind(record) {
@@ -82,11 +86,11 @@ public final class ProxyMetrics: Sendable {
         return buffer
     }
 
-    /// Where the request went, for the `route` label: `local` for the proxy's own onboarding host, else the URL's
-    /// scheme (`http` cleartext, `https` intercepted). The one place the label is derived.
+    /// How the request reached the proxy, for the `route` label: `local` for the proxy's own onboarding host,
+    /// else the record's `ProxyRoute` (`unknown` for a record without one). The one place the label is derived.
     static func route(of record: RequestRecord) -> String {
         if record.host == OnboardingSite.host { return "local" }
-        return record.url.hasPrefix("https:") ? "https" : record.url.hasPrefix("http:") ? "http" : "other"
+        return record.route?.rawValue ?? "unknown"
     }
 
     /// The kind of a failed TLS handshake: its code (`-1200 [3:-9836]`, `-1202`), or `client-untrusted-ca`; nil
@@ -96,7 +100,7 @@ public final class ProxyMetrics: Sendable {
         guard record.result == .failed, let code = record.errorCode, (-1206 ... -1200).contains(code) else {
             return nil
         }
-        return FlowOutcome.code(of: record)
+        return LoadOutcome.code(of: record)
     }
 
     private func increment(_ name: String, _ labels: [(String, String)]) {

@@ -218,7 +218,8 @@ struct DiagnoseCommand: ParsableCommand {
         let ct = try CTLogSelection.resolve(explicitFile: ctLogList, ca: ca, maximumAgeDays: ctMaxAge)
         let checker = UpstreamChecker(
             client: UpstreamTLSClient(
-                trust: trust, ctLogs: ct.store, groups: GroupOffer(wanted: KeyExchangeGroup.offered(on: options.platform))
+                trust: trust, ctLogs: ct.store,
+                groups: GroupOffer(wanted: KeyExchangeGroup.offered(on: options.platform))
             ))
         let transport = UpstreamProbeTransport(
             host: target.host, port: UInt16(target.port), overrides: overrides, timeout: timeout)
@@ -235,8 +236,9 @@ struct DiagnoseCommand: ParsableCommand {
                 return TLSDiagnostics(checker: prepared.checker, options: prepared.options).run(
                     prepared.target, transport: prepared.transport)
             }
-            return try SystemServicesDiagnostics(checker: prepared.checker, profile: policy.systemServicesProfile()).run(
-                prepared.target, transport: prepared.transport)
+            return try SystemServicesDiagnostics(checker: prepared.checker, profile: policy.systemServicesProfile())
+                .run(
+                    prepared.target, transport: prepared.transport)
         } catch {
             exitWithError(error)
         }

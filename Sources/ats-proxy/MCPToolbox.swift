@@ -252,17 +252,12 @@ struct MCPToolbox: Sendable {
             return Tool(
                 name: name.rawValue,
                 description:
-                    "List the running proxy's recent flows (newest last), filtered like the live page: host and code by substring, outcome and source exactly, free text, violations only. Each row has id, URL, status, outcome (allowed, blocked, failed, reported, ignored, challenge-pass, challenge-finding), NSURLError code and the deciding ATS rule.",
+                    "List the running proxy's recent flows (newest last), filtered like the live page: host and code by substring, outcome and source exactly, free text, violations only. Each row has id, URL, status, outcome (allowed, allowed by exception, blocked, failed, network error, reported, passthrough, ignored, challenge passed, challenge finding), NSURLError code and the deciding ATS rule.",
                 inputSchema: schema([
                     "host": .object(["type": "string", "description": "part of the host name"]),
                     "outcome": .object([
                         "type": "string",
-                        "enum": .array(
-                            [
-                                "allowed", "blocked", "failed", "reported", "ignored", "challenge-pass",
-                                "challenge-finding",
-                            ]
-                            .map { .string($0) }),
+                        "enum": .array(LoadOutcome.allCases.map { .string($0.rawValue) }),
                     ]),
                     "code": .object(["type": "string", "description": "part of the error code, e.g. -1022"]),
                     "source": .object(["type": "string", "enum": ["urlsession", "webkit", "media"]]),

@@ -532,7 +532,8 @@ struct ProxyOptions: ParsableArguments {
                     let parts = address.split(separator: ":")
                     lines.append("    Server \(parts.dropLast().joined(separator: ":"))  Port \(parts.last ?? "")")
                 }
-                lines.append("  or to Automatic (direct again when the proxy stops; Configure Proxy › Automatic › URL):")
+                lines.append(
+                    "  or to Automatic (direct again when the proxy stops; Configure Proxy › Automatic › URL):")
                 for address in reachable {
                     lines.append("    URL http://\(address)\(ProxyAutoConfig.path)")
                 }

@@ -252,9 +252,9 @@ final class MCPStdioClient: @unchecked Sendable {
                 sample.name == name && labels.allSatisfy { key, value in sample.labels[key] == value }
             }?.value
         }
-        #expect(value("ats_proxy_requests_total", ["outcome": "allowed", "route": "https"]) == 2)
-        #expect(value("ats_proxy_requests_total", ["outcome": "blocked", "route": "http"]) == 1)
-        #expect(value("ats_proxy_requests_total", ["outcome": "failed", "route": "https"]) == 1)
+        #expect(value("ats_proxy_requests_total", ["outcome": "allowed", "route": "CONNECT+TLS"]) == 2)
+        #expect(value("ats_proxy_requests_total", ["outcome": "blocked", "route": "absolute-form"]) == 1)
+        #expect(value("ats_proxy_requests_total", ["outcome": "network-error", "route": "CONNECT+TLS"]) == 1)
         #expect(value("ats_proxy_ats_violations_total", ["code": "-1022"]) == 1)
         #expect(all.filter { $0.name == "ats_proxy_ats_violations_total" }.count == 1)
         #expect(value("ats_proxy_request_duration_seconds_count") == 4)

@@ -43,11 +43,13 @@ import Yams
             separator: "\n")
     }
 
-    @Test func ciRunsDotCIRunOnLinuxAndBuildsTestsAndSmokesOnMacOS() throws {
+    @Test func ciRunsDotCIRunAndThePackageCheckOnLinuxAndBuildsTestsAndSmokesOnMacOS() throws {
         let jobs = try Self.jobs(try Self.load("ci.yml"), "ci.yml")
-        #expect(Set(jobs.keys) == ["linux", "macos"])
+        #expect(Set(jobs.keys) == ["linux", "package", "macos"])
         let linux = try #require(jobs["linux"])
         #expect(Self.scripts(linux).contains(".ci/run"))
+        let package = try #require(jobs["package"])
+        #expect(Self.scripts(package).contains("scripts/package --test"))
         let macos = try #require(jobs["macos"])
         #expect(macos["runs-on"]?.string?.hasPrefix("macos-") == true)
         let script = Self.scripts(macos)

@@ -6,7 +6,7 @@ extension ProxySession {
     public var stopsReadingWhileClientBacklogged: Bool {
         switch phase {
         case .h2: true
-        case .http, .clientHandshake, .tunnel, .closed: false
+        case .http, .detecting, .clientHandshake, .tunnel, .closed: false
         }
     }
 

@@ -106,44 +106,42 @@ struct SettingsCheck: DoctorCheck {
     }
 }
 
-/// The Certificate Transparency log list cached for the user (`ctLogListPath`): its age. Optional, so every
-/// finding is at most a warning: without a list the proxy reports CT as not evaluated.
+/// The Certificate Transparency log list `ats-proxy ct update` cached beside the CA (`CTLogListCache`): whether a
+/// run would use it. Optional, so every finding is at most a warning: without a usable list the proxy reports CT
+/// as not evaluated.
 struct CTLogListCheck: DoctorCheck {
-    /// Older than this, the list may miss logs that servers' SCTs now come from.
-    static let staleAfter: TimeInterval = 30 * 86400
-
-    /// `$XDG_CACHE_HOME/ats-proxy/ct-log-list.json` (default `~/.cache`); `~/Library/Caches/ats-proxy/…` on macOS.
-    static func ctLogListPath(_ context: DoctorContext) -> String {
-        #if os(macOS)
-            return "\(context.home)/Library/Caches/ats-proxy/ct-log-list.json"
-        #else
-            let cache = context.environment["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            return "\(cache ?? "\(context.home)/.cache")/ats-proxy/ct-log-list.json"
-        #endif
-    }
-
     func run(_ context: DoctorContext) -> [DoctorFinding] {
-        let path = Self.ctLogListPath(context)
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-            let modified = attributes[.modificationDate] as? Date
-        else {
+        let cache = CTLogListCache(directory: context.caDirectory)
+        let limit = CTLogListCache.defaultMaximumAgeDays
+        switch cache.state(now: context.now, maximumAgeDays: limit) {
+        case .fresh(let list, _, let age):
+            return [
+                .ok(
+                    "CT log list",
+                    "\(cache.listPath): \(list.entries.count) logs, \(age) day\(age == 1 ? "" : "s") old (limit \(limit))"
+                )
+            ]
+        case .stale(_, _, let age):
             return [
                 .warning(
                     "CT log list",
-                    "no CT log list cached (\(path)); Certificate Transparency is reported as not evaluated",
-                    fix: "pass a log list with --ct-log-list FILE")
+                    "\(cache.listPath) is \(age) days old (limit \(limit)); Certificate Transparency is reported as not evaluated",
+                    fix: "ats-proxy ct update")
             ]
-        }
-        let age = context.now.timeIntervalSince(modified)
-        let days = max(0, Int(age / 86400))
-        guard age < Self.staleAfter else {
+        case .missing:
             return [
                 .warning(
-                    "CT log list", "\(path) is \(days) days old; logs added since are unknown to it",
-                    fix: "refresh it from the current log list")
+                    "CT log list",
+                    "no CT log list cached in \(context.caDirectory); Certificate Transparency is reported as not evaluated",
+                    fix: "ats-proxy ct update (or --ct-log-list FILE)")
+            ]
+        case .unusable(let problem):
+            return [
+                .warning(
+                    "CT log list", "\(cache.listPath) cannot be used: \(problem)",
+                    fix: "ats-proxy ct update")
             ]
         }
-        return [.ok("CT log list", "\(path), \(days) day\(days == 1 ? "" : "s") old")]
     }
 }
 
