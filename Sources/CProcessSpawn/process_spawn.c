@@ -2,6 +2,7 @@
 #include "process_spawn.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <spawn.h>
 #include <unistd.h>
 
@@ -17,7 +18,16 @@ int ats_process_spawn(
         posix_spawn_file_actions_destroy(&actions);
         return status;
     }
-    short flags = POSIX_SPAWN_SETPGROUP;
+    // The child starts with no signal blocked and every signal at its default action: a parent that blocks or
+    // ignores SIGTERM/SIGINT (for a Dispatch signal source, or a test runner) must not pass that on.
+    short flags = POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    sigdelset(&all, SIGKILL);
+    sigdelset(&all, SIGSTOP);
+    status = posix_spawnattr_setsigmask(&attributes, &none);
+    if (status == 0) status = posix_spawnattr_setsigdefault(&attributes, &all);
     const int sources[3] = {in, out, err};
     for (int target = 0; target < 3 && status == 0; target++) {
         if (sources[target] >= 0) {

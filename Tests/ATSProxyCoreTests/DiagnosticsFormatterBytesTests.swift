@@ -118,7 +118,7 @@ struct DiagnosticsFormatterBytesTests {
         }
         #expect(
             formatter.text(tls).last
-                == "ats-proxy: GET https://api.example.com/v1?q=é → 200 (ATS default: TLS 1.2+, forward secrecy) "
+                == "ats-proxy: GET https://api.example.com/v1?q=é → allowed 200 (ATS default: TLS 1.2+, forward secrecy) "
                 + "[TLSv1.3 TLS_AES_256_GCM_SHA384, group X25519MLKEM768]")
         #expect(formatter.text(Self.record()).last?.hasSuffix("forward secrecy)") == true)
         let judged = tls.updating {

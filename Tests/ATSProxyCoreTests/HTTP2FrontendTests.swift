@@ -824,7 +824,7 @@ extension HTTP2FrontendTests {
         let records = Self.records(refused)
         #expect(records.count == 1)
         let record = try #require(records.first)
-        #expect(record.status == 421 && record.result == .failed && record.httpProtocol == "h2")
+        #expect(record.status == 421 && record.result == .refused && record.httpProtocol == "h2")
         #expect(record.url == "https://\(authority)/elsewhere")
         #expect(record.taskID.hasSuffix(".2"))
 

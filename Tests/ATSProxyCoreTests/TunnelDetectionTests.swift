@@ -98,9 +98,9 @@ import Testing
         var bytes: [UInt8] = []
         formatter.appendText(record, to: &bytes)
         let line = String(decoding: bytes, as: UTF8.self)
-        let named = line.contains("https://api.example.com/v1?q=é [via \(route.rawValue)] → 200")
+        let named = line.contains("https://api.example.com/v1?q=é [via \(route.rawValue)] → allowed 200")
         switch route {
-        case .absoluteForm, .connectTLS: #expect(!named && line.contains("v1?q=é → 200"), "\(line)")
+        case .absoluteForm, .connectTLS: #expect(!named && line.contains("v1?q=é → allowed 200"), "\(line)")
         case .connect, .connectHTTP, .connectH2C, .connectRaw: #expect(named, "\(line)")
         }
     }

@@ -21,7 +21,9 @@ import Testing
         #expect(lines.contains { $0.hasPrefix("\(allowed) status 200 ") }, "\(lines)")
         #expect(lines.contains { $0.hasPrefix("\(blocked) error -1022 ") && !$0.contains(" rule - ") }, "\(lines)")
         let log = stack.proxy.waitForLog("\(blocked) → blocked")
-        #expect(log.contains("ats-proxy: GET \(allowed) → 200"), "the proxy's record of the allowed load: \(log)")
+        #expect(
+            log.contains("ats-proxy: GET \(allowed) → allowed by exception 200"),
+            "the proxy's record of the allowed load: \(log)")
         #expect(log.contains("ats-proxy: GET \(blocked) → blocked -1022"), "\(log)")
         #expect(stack.plainOrigin.requests.filter { $0.contains("session=1") }.count == 1, "only the allowed load")
 

@@ -107,7 +107,7 @@ import Testing
         let url = text.url(Self.p256)
         #expect(try text.curl(url).httpCode == 200)
         let console = text.proxy.waitForLog("ats-proxy: GET \(url)")
-        #expect(console.contains("→ 200 (") && console.contains(", group secp256r1]"), "\(console)")
+        #expect(console.contains("→ allowed 200 (") && console.contains(", group secp256r1]"), "\(console)")
     }
 
     /// A ClientHello over 1,300 bytes, in two TCP segments, through CONNECT: the proxy completes the handshake.
