@@ -32,8 +32,10 @@ struct FixCommand: ParsableCommand {
 
     func run() throws {
         let fixed: InfoPlistFixer.Fixed
+        let unfixable: [UnfixableLoad]
         do {
             let document = try VerifyCommand.loadReport(report)
+            unfixable = document.minimalDictionary.unfixable
             guard let data = FileManager.default.contents(atPath: infoPlist) else {
                 throw CLIError.usage("\(infoPlist): cannot read the Info.plist")
             }
@@ -44,6 +46,11 @@ struct FixCommand: ParsableCommand {
             }
         } catch {
             exitWithError(error)
+        }
+        // Loads no key can allow (a TLS 1.1 server from iOS 26 on, a certificate ATS refuses): said, never hidden.
+        for load in unfixable {
+            FileHandle.standardError.write(
+                Data("ats-proxy: \(load.host): \(load.reason)\(load.fix.map { "; \($0)" } ?? "")\n".utf8))
         }
         guard !fixed.changes.isEmpty else {
             print("\(infoPlist) already allows every load the session recorded; nothing to change")

@@ -97,6 +97,45 @@ import Testing
         try Self.fixThenVerify(report: report, original: stack.proxy.configPath, network: network, in: directory)
     }
 
+    /// On the default platform (iOS 27) no Info.plist key lets an app reach a TLS 1.1 server: `fix` leaves the host
+    /// out of the plist and says why, and `verify` keeps failing the load under the minimal dictionary.
+    @Test(.timeLimit(.minutes(3))) func aTLS11ServerHasNoFixOnTheDefaultPlatform() throws {
+        let directory = try TemporaryDirectory("verify-27")
+        let reportDirectory = directory.file("out")
+        let stack = try ProxyStack(arguments: ["--report", reportDirectory]) { directory, pki in
+            [
+                (
+                    "old.example.test",
+                    try Origin(
+                        name: "old", directory: directory, tls: pki.leaf(["old.example.test"], file: "old"),
+                        tlsVersion: "1.1")
+                )
+            ]
+        }
+        let old = stack.url("old.example.test", "/hello")
+        #expect(try stack.curl(old).httpCode == 502)
+        _ = stack.proxy.waitForLog("old.example.test")
+        stack.proxy.child.signal(SIGUSR1)
+        stack.proxy.waitForLog("report written to", timeout: 10)
+        let report = reportDirectory + "/report.json"
+        let environment = Invocation.environment(home: directory.path)
+        let xml = directory.file("Info.plist")
+        try FileManager.default.copyItem(atPath: stack.proxy.configPath, toPath: xml)
+        let shown = try Invocation.run(["fix", "--report", report, xml], in: directory.path, environment: environment)
+        #expect(!shown.stdout.contains("old.example.test"), "no key for the host: \(shown.stdout)")
+        #expect(
+            shown.stderr.contains("ats-proxy: old.example.test: no Info.plist change can allow this"), "\(shown.stderr)"
+        )
+        let verified = try Invocation.run(
+            [
+                "verify", "--report", report, "--resolve",
+                "old.example.test:\(stack.extras["old.example.test"]?.port ?? 0):127.0.0.1", "--upstream-ca",
+                stack.pki.caPath,
+            ], in: directory.path, environment: environment, timeout: 60)
+        #expect(verified.status == 1, "\(verified.stdout)\n\(verified.stderr)")
+        #expect(verified.stdout.contains("FAIL  \(old)"), "\(verified.stdout)")
+    }
+
     /// `fix`: the diff, nothing written without --write; with it an XML plist stays XML (with the App Review
     /// notes) and a binary one binary, every other key kept; `verify` then passes with the written plist.
     static func fixThenVerify(report: String, original: String, network: [String], in directory: TemporaryDirectory)
