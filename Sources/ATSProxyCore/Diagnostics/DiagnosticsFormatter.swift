@@ -153,6 +153,8 @@ public struct DiagnosticsFormatter: Sendable {
     private func explanationLine(_ record: RequestRecord) -> String {
         let outcome = LoadOutcome(record)
         let fix = record.fix.map { "; fix: \($0)" } ?? ""
+        // "…ATS is required (the default); fix: …", not "(the default).; fix:".
+        let rule = fix.isEmpty || !record.rule.hasSuffix(".") ? record.rule : String(record.rule.dropLast())
         let code = LoadOutcome.code(of: record).map { " \($0)" } ?? ""
         let challenge = record.appTrust?.challenge.map { "\($0) " } ?? ""
         switch outcome {
@@ -163,10 +165,10 @@ public struct DiagnosticsFormatter: Sendable {
         case .challengeFinding:
             return "\(outcome.rawValue) (\(challenge)ACCEPTED; answered 502): \(record.rule)"
         case .reported:
-            return "\(outcome.rawValue)\(code) (ATS violation, let through): \(record.rule)\(fix)"
+            return "\(outcome.rawValue)\(code) (ATS violation, let through): \(rule)\(fix)"
         case .blocked, .failed, .networkError:
             let note = record.result == .clientUntrustedCA ? " (\(SessionStats.clientUntrustedCALine))" : ""
-            return "\(outcome.rawValue)\(code)\(note): \(record.rule)\(fix)"
+            return "\(outcome.rawValue)\(code)\(note): \(rule)\(fix)"
         }
     }
 
