@@ -61,7 +61,8 @@ func firstTaskUUID(_ log: String) -> String? {
             "    \"LocalDataTask <\(uuid)>.<1>\"",
             "), _NSURLErrorFailingURLSessionTaskErrorKey=LocalDataTask <\(uuid)>.<1>, NSUnderlyingError=<PTR> {Error Domain=kCFErrorDomainCFNetwork Code=-1022 \"(null)\"}}",
             "[Summary] Task <\(uuid)>.<1> summary for task failure {transaction_duration_ms=<MS>, response_status=403, protocol=\"http/1.1\", request_bytes=0, response_bytes=\(result.body.count), client=127.0.0.1:<PORT>}",
-            "ats-proxy: GET \(url) → blocked -1022: \(rule)",
+            // The rule's closing full stop gives way to "; fix: …".
+            "ats-proxy: GET \(url) → blocked -1022: \(rule.hasSuffix(".") ? String(rule.dropLast()) : rule); fix: ",
         ].joined(separator: "\n")
         #expect(log.contains(expected), "log was:\n\(log)")
         // The response body quotes the same device lines.
