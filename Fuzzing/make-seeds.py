@@ -239,6 +239,18 @@ def session_seeds():
         "tunnel-tls-split": [ev(CANNED_REQUEST, tunnel_tls), payload(CLIENT_BYTES, b"\x05\x01"), ev(TIMER)],
         "tunnel-silent": [payload(CLIENT_BYTES, "CONNECT allowed.test:80 HTTP/1.1\r\n\r\n"), ev(TIMER)],
         "tunnel-unknown": [ev(CANNED_REQUEST, tunnel_ssh)],
+        # SOCKS5 on the same port: greeting, CONNECT to a domain, then HTTP inside (allowed, then blocked).
+        "socks5-http": [payload(CLIENT_BYTES, b"\x05\x01\x00"),
+                        payload(CLIENT_BYTES, b"\x05\x01\x00\x03\x0callowed.test\x00\x50"),
+                        payload(CLIENT_BYTES, "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n"), ev(CONNECTED),
+                        ev(CANNED_RESPONSE, ok), payload(CLIENT_BYTES, "GET http://x/ HTTP/1.1\r\nHost: x\r\n\r\n")],
+        "socks5-all-at-once": [payload(CLIENT_BYTES, b"\x05\x02\x02\x00\x05\x01\x00\x01\x7f\x00\x00\x01\x1f\x90"
+                                       b"\x16\x03\x01\x00\x05hello")],
+        "socks5-ipv6-silent": [payload(CLIENT_BYTES, b"\x05\x01\x00\x05\x01\x00\x04" + bytes(15) + b"\x01\x01\xbb"),
+                               ev(TIMER)],
+        "socks5-bind": [payload(CLIENT_BYTES, b"\x05\x01\x00\x05\x02\x00\x03\x01a\x00\x50")],
+        "socks5-stalled": [payload(CLIENT_BYTES, b"\x05\x03\x00"), ev(TIMER), ev(CLIENT_EOF)],
+        "socks4a": [payload(CLIENT_BYTES, b"\x04\x01\x00\x50\x00\x00\x00\x01u\x00allowed.test\x00")],
     }
     for label, events in seeds.items():
         yield "cfg0-" + label, bytes([0]) + b"".join(events)
@@ -253,6 +265,8 @@ def session_seeds():
     yield "cfg4-allow-hosts", bytes([4]) + ev(CANNED_REQUEST, blocked) + ev(CANNED_REQUEST, get) + ev(CONNECTED)
     yield "cfg5-tunnel-relay", bytes([5]) + ev(CANNED_REQUEST, tunnel_ssh) + ev(CONNECTED) + \
         payload(UPSTREAM_BYTES, "SSH-2.0-y\r\n") + ev(UPSTREAM_EOF)
+    yield "cfg5-socks5-passthrough", bytes([5]) + payload(
+        CLIENT_BYTES, b"\x05\x01\x00\x05\x01\x00\x03\x0dapi.pass.test\x01\xbb") + ev(CONNECT_FAILED, 2)
     yield "cfg5-no-linger", bytes([5]) + ev(CANNED_REQUEST, chunked_post) + ev(CONNECTED) + \
         ev(CANNED_RESPONSE, chunked) + ev(TIMER) + ev(CANNED_REQUEST, get) + ev(REUSED, 0)
 

@@ -30,7 +30,7 @@ struct ObservedLoad: Sendable, Hashable {
         cipher = record.tls?["cipher"]
         // A raw tunnel (neither TLS nor HTTP inside a CONNECT) is no cleartext load: ATS does not govern it.
         var needs = HostNeeds(
-            cleartext: target.scheme == .http && record.route != .connectRaw, minimumTLSVersion: nil,
+            cleartext: target.scheme == .http && record.route?.isRawTunnel != true, minimumTLSVersion: nil,
             forwardSecrecyWaiver: false, assumptions: [],
             unfixable: [])
         var version = record.tls?["version"].flatMap(TLSProtocolVersion.init(plistString:))

@@ -148,7 +148,10 @@ public enum SessionReportSchema {
             "boolSetting": { "enum": ["absent", "YES", "NO"] },
             "tlsVersion": { "enum": ["TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"] },
             "status": { "enum": ["violation", "client-untrusted-ca", "trust-failure", "transport-failure", "ok"] },
-            "route": { "enum": ["absolute-form", "CONNECT", "CONNECT+TLS", "CONNECT+HTTP", "CONNECT+h2c", "CONNECT+raw"] },
+            "route": {
+              "enum": ["absolute-form", "CONNECT", "CONNECT+TLS", "CONNECT+HTTP", "CONNECT+h2c", "CONNECT+raw", "SOCKS5",
+                       "SOCKS5+TLS", "SOCKS5+HTTP", "SOCKS5+h2c", "SOCKS5+raw", "SOCKS4"]
+            },
             "appTrustHost": {
               "type": "object", "additionalProperties": false,
               "required": ["host", "status", "challenges", "challengePasses", "challengeFindings"],

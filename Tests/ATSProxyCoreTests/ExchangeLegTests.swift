@@ -219,6 +219,7 @@ extension ExchangeLeg.Signal {
         case .closeClient: "closeClient"
         case .upgraded: "upgraded"
         case .tunnelOpened: "tunnelOpened"
+        case .tunnelRefused(let code): "tunnelRefused(\(code))"
         }
     }
 }

@@ -101,7 +101,9 @@ import Testing
         let named = line.contains("https://api.example.com/v1?q=é [via \(route.rawValue)] → allowed 200")
         switch route {
         case .absoluteForm, .connectTLS: #expect(!named && line.contains("v1?q=é → allowed 200"), "\(line)")
-        case .connect, .connectHTTP, .connectH2C, .connectRaw: #expect(named, "\(line)")
+        case .connect, .connectHTTP, .connectH2C, .connectRaw, .socks5, .socks5TLS, .socks5HTTP, .socks5H2C,
+            .socks5Raw, .socks4:
+            #expect(named, "\(line)")
         }
     }
 

@@ -26,7 +26,13 @@ extension ExchangeLeg {
         if case .probing = exchange.state {
             // The CONNECT of a passthrough tunnel: answered, recorded and closed (nothing follows a failed probe). A
             // raw tunnel's CONNECT was answered already, and its client speaks no HTTP: it is only closed.
-            if route != .connectRaw { sendLocal(LocalResponse(response), keepAlive: false) }
+            // A SOCKS5 client's failed probe is refused with a SOCKS5 reply, the session's to write.
+            if route.isRawTunnel {
+            } else if route.isSOCKS {
+                signals.append(.tunnelRefused(SOCKS5Reply.code(for: verdict.error)))
+            } else {
+                sendLocal(LocalResponse(response), keepAlive: false)
+            }
             exchange.responseStatus = response.status
             exchange.state.answeredLocally()
             logExchange()

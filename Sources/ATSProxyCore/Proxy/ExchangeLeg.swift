@@ -61,6 +61,9 @@ struct ExchangeLeg {
         case upgraded
         /// A passthrough tunnel's upstream is open: the owner answers the CONNECT and relays raw bytes.
         case tunnelOpened
+        /// A SOCKS5 client's passthrough probe failed: the owner answers with the SOCKS5 reply `code` (the leg
+        /// writes no HTTP to a SOCKS client). The leg shuts down after it.
+        case tunnelRefused(SOCKS5Reply.Code)
     }
 
     /// An origin as upstream keys name it: host and port, whatever the TLS requirements.

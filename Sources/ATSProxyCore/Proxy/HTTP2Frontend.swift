@@ -585,7 +585,7 @@ final class HTTP2Frontend {
                 if !keepAlive { withLeg(lane) { $0.shutDown() } }
             case .closeClient:
                 laneClosed(lane)
-            case .upgraded, .tunnelOpened:
+            case .upgraded, .tunnelOpened, .tunnelRefused:
                 preconditionFailure("HTTP2Frontend: a stream's leg reported \(signal); streams carry no raw bytes")
             }
         }

@@ -88,7 +88,7 @@ extension ProxySession {
                 ruleChain: decision.ruleTexts,
                 rule: outcome.meaning + "; " + Self.atsContext(decision, host: tunnel.host),
                 status: 502, requestHeaders: head.headers.fields, bytesToClient: bytesToClient,
-                appTrust: appTrust, route: .connectTLS)
+                appTrust: appTrust, route: .tunnel(entry, .tls))
         } else {
             record = RequestRecord(
                 time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount + 1),
@@ -96,7 +96,7 @@ extension ProxySession {
                 host: tunnel.host, httpProtocol: "http/1.1", source: source, result: .challengeRefused,
                 atsRequired: decision.atsRequired, ruleChain: decision.ruleTexts,
                 rule: passNote.map { outcome.meaning + "; " + $0 } ?? outcome.meaning, appTrust: appTrust,
-                route: .connectTLS)
+                route: .tunnel(entry, .tls))
         }
         leg.commands.append(.log(record))
     }
@@ -116,6 +116,6 @@ extension ProxySession {
                     result: .challengeAccepted, atsRequired: decision.atsRequired, ruleChain: decision.ruleTexts,
                     rule: outcome.meaning + "; " + Self.atsContext(decision, host: tunnel.host),
                     appTrust: AppTrustRecord(challenge: outcome.kind.rawValue, challengeMeaning: outcome.meaning),
-                    route: .connectTLS)))
+                    route: .tunnel(entry, .tls))))
     }
 }

@@ -7,7 +7,19 @@ extension ProxySession {
     // MARK: - Client input
 
     mutating func clientBytes(_ bytes: [UInt8]) {
+        if !sawFirstBytes {
+            sawFirstBytes = true
+            if let first = bytes.first, case .http = phase, clientTLS == nil {
+                switch first {
+                case SOCKS5Negotiation.version: return startSOCKS5(bytes)
+                case 0x04: return refuseSOCKS4(bytes)
+                default: break
+                }
+            }
+        }
         switch phase {
+        case .socks:
+            socksBytes(bytes)
         case .http:
             if let tls = clientTLS {
                 drainClientTLS(tls, bytes)
@@ -76,7 +88,7 @@ extension ProxySession {
                 leg.relayFromClient(inbound.plaintext)
                 handleSignals()
             case .h2: http2Bytes(inbound.plaintext)
-            case .http, .clientHandshake, .detecting, .closed:
+            case .http, .clientHandshake, .detecting, .socks, .closed:
                 feedParser(inbound.plaintext)
             }
             if case .closed = phase { return }

@@ -55,7 +55,7 @@ extension ProxySession {
             services.settings.isPassthroughHost(host)
             || (services.settings.passthroughPinnedDomains && decision.requirements.pins != nil)
         if passthrough {
-            leg.route = .connectTLS
+            leg.route = .tunnel(entry, .tls)
             let exchange = Exchange(
                 number: requestCount + 1, start: now, method: "CONNECT", url: url, target: target, decision: decision,
                 policy: policy,
@@ -87,8 +87,21 @@ extension ProxySession {
         role = .intercepted(tunnel)
         phase = .detecting(TunnelDetection(tunnel: tunnel, engine: engine, source: source, start: now))
         headerTimerRunning = false
-        leg.commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
+        grantTunnel()
         parser = HTTP1Parser(role: .request)
+    }
+
+    /// Tells the client its tunnel is open: `200 Connection established` for an HTTP CONNECT, a SOCKS5 success
+    /// reply for a SOCKS5 one.
+    mutating func grantTunnel() {
+        switch entry {
+        case .httpConnect:
+            leg.commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
+        case .socks5:
+            precondition(socksReplyPending, "ProxySession.grantTunnel: the SOCKS5 reply was sent already")
+            socksReplyPending = false
+            leg.commands.append(.writeToClient(SOCKS5Reply.bytes(.succeeded)))
+        }
     }
 
     // MARK: - Passthrough
@@ -99,7 +112,7 @@ extension ProxySession {
         // A raw tunnel's CONNECT was answered before its client's first bytes were read.
         if case .rawTunnel = role {
         } else {
-            leg.commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
+            grantTunnel()
         }
         if parser.isPaused {
             let held = parser.upgrade()

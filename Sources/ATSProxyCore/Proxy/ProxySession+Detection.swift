@@ -62,7 +62,7 @@ extension ProxySession {
         let tls = detection.engine
         clientTLS = tls
         role = .intercepted(detection.tunnel)
-        leg.route = .connectTLS
+        leg.route = .tunnel(entry, .tls)
         leg.delivery = .http1(encrypted: true)
         phase = .clientHandshake
         headerTimerRunning = false
@@ -76,7 +76,7 @@ extension ProxySession {
         challenge = nil
         guard let tunnel = detection.cleartextTunnel() else { return close() }
         role = .cleartext(tunnel)
-        leg.route = http2 ? .connectH2C : .connectHTTP
+        leg.route = .tunnel(entry, http2 ? .h2c : .http)
         headerTimerRunning = false
         if http2 {
             startHTTP2()
@@ -92,7 +92,7 @@ extension ProxySession {
     mutating func unknownTunnel(_ detection: TunnelDetection, held: [UInt8], seen: String) {
         challenge = nil
         guard let tunnel = detection.cleartextTunnel() else { return close() }
-        leg.route = .connectRaw
+        leg.route = .tunnel(entry, .raw)
         let (decision, policy) = leg.decide(tunnel.target, source: detection.source)
         let allowed: Bool
         switch decision.outcome {
@@ -143,11 +143,11 @@ extension ProxySession {
         // A challenged connection's one record is its challenge's (a pass: no request came), written by `close`.
         guard challenge == nil, let tunnel = detection.cleartextTunnel() else { return close() }
         let (decision, _) = leg.decide(tunnel.target, source: detection.source)
-        leg.route = .connectRaw
+        leg.route = .tunnel(entry, .raw)
         logTunnelRefusal(
             detection, url: tunnel.origin + "/", decision: decision,
             rule:
-                "\(seen) within \(Self.seconds(seconds)) s after 200 Connection established (\(option)); closed",
+                "\(seen) within \(Self.seconds(seconds)) s after \(grantText) (\(option)); closed",
             fix: nil)
         close()
     }
@@ -159,7 +159,7 @@ extension ProxySession {
         let held = detection.sniffer.held
         guard !held.isEmpty, challenge == nil, let tunnel = detection.cleartextTunnel() else { return close() }
         let (decision, _) = leg.decide(tunnel.target, source: detection.source)
-        leg.route = .connectRaw
+        leg.route = .tunnel(entry, .raw)
         logTunnelRefusal(
             detection, url: tunnel.origin + "/", decision: decision,
             rule:
@@ -181,6 +181,14 @@ extension ProxySession {
                     atsRequired: decision.atsRequired, ruleChain: decision.ruleTexts, rule: rule, fix: fix,
                     status: 200, durationMilliseconds: now.timeIntervalSince(detection.start) * 1000,
                     route: leg.route)))
+    }
+
+    /// What the client was told when its tunnel opened, for log lines.
+    var grantText: String {
+        switch entry {
+        case .httpConnect: "200 Connection established"
+        case .socks5: "the SOCKS5 success reply"
+        }
     }
 
     /// `30` for 30.0, `0.5` for 0.5.

@@ -36,6 +36,8 @@ extension ProxySession {
                 }
             case .tunnelOpened:
                 tunnelOpened()
+            case .tunnelRefused(let code):
+                refuseSOCKSTunnel(code)
             }
         }
     }
@@ -99,7 +101,7 @@ extension ProxySession {
                 "the client rejected the TLS handshake with the proxy (\(failure)); install and fully trust the ats-proxy CA on the client",
             fix: "trust the proxy's CA (ats-proxy ca export) on the device or simulator",
             // What a device's task ends with when it does not trust the certificate it was shown.
-            errorCode: NSURLErrorCode.serverCertificateUntrusted.rawValue, route: .connectTLS)
+            errorCode: NSURLErrorCode.serverCertificateUntrusted.rawValue, route: .tunnel(entry, .tls))
         leg.commands.append(.log(record))
     }
 
@@ -107,6 +109,8 @@ extension ProxySession {
     /// client's TLS ends with close_notify after everything written so far, the timer stops. Once only.
     mutating func close() {
         if case .closed = phase { return }
+        // A SOCKS5 CONNECT still waiting for its reply (its tunnel could not be opened) is told so before the end.
+        refuseSOCKSTunnel(.generalFailure)
         challengeConnectionEnded()
         phase = .closed
         leg.shutDown()
@@ -123,7 +127,7 @@ extension ProxySession {
     /// The client closed its sending side: a response still on its way is finished first.
     mutating func clientEOF() {
         switch phase {
-        case .tunnel, .clientHandshake:
+        case .tunnel, .clientHandshake, .socks:
             close()
         case .detecting(let detection):
             tunnelDetectionEnded(detection)

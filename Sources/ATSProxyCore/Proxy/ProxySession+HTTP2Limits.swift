@@ -6,7 +6,7 @@ extension ProxySession {
     public var stopsReadingWhileClientBacklogged: Bool {
         switch phase {
         case .h2: true
-        case .http, .detecting, .clientHandshake, .tunnel, .closed: false
+        case .socks, .http, .detecting, .clientHandshake, .tunnel, .closed: false
         }
     }
 

@@ -10,6 +10,12 @@ extension ProxySession {
     /// A response that is not part of an exchange (bad requests, loops); closes afterwards when
     /// `keepAlive` is false.
     mutating func answerLocally(status: Int, reason: String, body: String, keepAlive: Bool) {
+        if socksReplyPending {
+            // A SOCKS5 client refused before its tunnel opened reads a SOCKS5 reply, and nothing follows it.
+            refuseSOCKSTunnel(SOCKS5Reply.code(forHTTPStatus: status))
+            close()
+            return
+        }
         leg.sendLocal(LocalResponse.text(status: status, reason: reason, body), keepAlive: keepAlive)
         if !keepAlive { close() }
     }
@@ -35,7 +41,8 @@ extension ProxySession {
                     url: url, httpProtocol: "http/1.1", source: .urlsession, result: .refused, atsRequired: false,
                     ruleChain: [], rule: text, errorCode: code.rawValue, status: status,
                     requestHeaders: head.headers.fields,
-                    bytesToClient: body.utf8.count, route: head.method == "CONNECT" ? .connect : leg.route)))
+                    bytesToClient: socksReplyPending ? 10 : body.utf8.count,
+                    route: head.method == "CONNECT" ? .tunnel(entry, .refused) : leg.route)))
         answerLocally(status: status, reason: reason, body: body, keepAlive: false)
         close()
     }

@@ -7,6 +7,10 @@ import Foundation
 extension ProxySession {
     mutating func timerFired() {
         if case .detecting(let detection) = phase { return tunnelDetectionTimedOut(detection) }
+        if case .socks = phase {
+            endedByProxy = "its timeout (--header-timeout)"
+            return close()
+        }
         var stages = false
         if case .http = phase { stages = parser.isIdle }
         if leg.exchange != nil || stages {
@@ -49,6 +53,12 @@ extension ProxySession {
                 leg.commands.append(
                     .armTimer(seconds: leg.idleTimerSeconds(stages: stages, clientEngine: clientEngine)))
             } else if !headerTimerRunning {
+                headerTimerRunning = true
+                leg.commands.append(.armTimer(seconds: services.settings.headerTimeout))
+            }
+        case .socks:
+            // A SOCKS5 handshake must end within the header timeout from its first byte, like a request head.
+            if !headerTimerRunning {
                 headerTimerRunning = true
                 leg.commands.append(.armTimer(seconds: services.settings.headerTimeout))
             }

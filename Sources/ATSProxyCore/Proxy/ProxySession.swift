@@ -14,11 +14,13 @@ import Foundation
 ///
 /// This file holds its state and the event dispatch; each job is an extension of its own: `+ClientInput` (parser,
 /// client TLS), `+Requests` (request heads to the leg), `+Connect` (CONNECT, interception, passthrough),
-/// `+Detection` (what a tunnel's client speaks), `+LocalAnswers` (answers of its own), `+Finishing` (the leg's
+/// `+Detection` (what a tunnel's client speaks), `+SOCKS` (SOCKS5 on the same port), `+LocalAnswers` (answers of its own), `+Finishing` (the leg's
 /// signals, closing), `+Timers` and `+Writing`.
 public struct ProxySession {
     /// What the client connection is doing.
     enum Phase {
+        /// A SOCKS5 client's greeting and request (`+SOCKS`), before its tunnel is granted.
+        case socks(SOCKS5Negotiation)
         /// Reading HTTP/1.1 requests (cleartext, or decrypted inside an intercepted tunnel).
         case http
         /// CONNECT answered with 200; the client's first bytes tell what it speaks inside (`TunnelSniffer`).
@@ -49,6 +51,13 @@ public struct ProxySession {
     var h2: HTTP2Frontend?
     var requestCount = 0
     var phase: Phase = .http
+    /// How this connection's client asks for tunnels: an HTTP CONNECT, unless its first byte was a SOCKS5
+    /// greeting's (`+SOCKS`).
+    var entry: TunnelEntry = .httpConnect
+    /// Whether the connection's first bytes were read already (they decide between HTTP and SOCKS).
+    var sawFirstBytes = false
+    /// A SOCKS5 CONNECT waits for its reply: a refusal before the tunnel opens is a SOCKS5 reply, not HTTP.
+    var socksReplyPending = false
     var parser = HTTP1Parser(role: .request)
     var clientTLS: TLSConnection?
     /// The upstream half of this connection's requests (and of a tunnel's raw bytes). Its command list is the
