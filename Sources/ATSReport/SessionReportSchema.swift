@@ -150,7 +150,8 @@ public enum SessionReportSchema {
             "status": { "enum": ["violation", "client-untrusted-ca", "trust-failure", "transport-failure", "ok"] },
             "route": {
               "enum": ["absolute-form", "CONNECT", "CONNECT+TLS", "CONNECT+HTTP", "CONNECT+h2c", "CONNECT+raw", "SOCKS5",
-                       "SOCKS5+TLS", "SOCKS5+HTTP", "SOCKS5+h2c", "SOCKS5+raw", "SOCKS4"]
+                       "SOCKS5+TLS", "SOCKS5+HTTP", "SOCKS5+h2c", "SOCKS5+raw", "SOCKS4", "TLS+absolute-form",
+                       "TLS+CONNECT", "TLS+CONNECT+TLS", "TLS+CONNECT+HTTP", "TLS+CONNECT+h2c", "TLS+CONNECT+raw"]
             },
             "appTrustHost": {
               "type": "object", "additionalProperties": false,

@@ -102,7 +102,8 @@ import Testing
         switch route {
         case .absoluteForm, .connectTLS: #expect(!named && line.contains("v1?q=é → allowed 200"), "\(line)")
         case .connect, .connectHTTP, .connectH2C, .connectRaw, .socks5, .socks5TLS, .socks5HTTP, .socks5H2C,
-            .socks5Raw, .socks4:
+            .socks5Raw, .socks4, .tlsAbsoluteForm, .tlsConnect, .tlsConnectTLS, .tlsConnectHTTP, .tlsConnectH2C,
+            .tlsConnectRaw:
             #expect(named, "\(line)")
         }
     }

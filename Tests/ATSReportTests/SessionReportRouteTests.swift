@@ -16,11 +16,12 @@ import Testing
         let host = "\(route.rawValue.lowercased().replacingOccurrences(of: "+", with: "-")).example.com"
         let record: RequestRecord
         switch route {
-        case .absoluteForm, .connectHTTP, .connectH2C, .socks5HTTP, .socks5H2C:
+        case .absoluteForm, .connectHTTP, .connectH2C, .socks5HTTP, .socks5H2C, .tlsAbsoluteForm, .tlsConnectHTTP,
+            .tlsConnectH2C:
             record = F.record("http://\(host)/", .blockedCleartext, error: -1022, rule: "No exception entry")
-        case .connectTLS, .connect, .socks5TLS, .socks5, .socks4:
+        case .connectTLS, .connect, .socks5TLS, .socks5, .socks4, .tlsConnect, .tlsConnectTLS:
             record = F.record("https://\(host)/", tls: F.tls())
-        case .connectRaw, .socks5Raw:
+        case .connectRaw, .socks5Raw, .tlsConnectRaw:
             record = F.record("http://\(host):22/", .failed, rule: "not TLS, not HTTP", status: nil)
         }
         return (route, record.updating { $0.route = route })

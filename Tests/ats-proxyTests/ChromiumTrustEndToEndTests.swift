@@ -24,17 +24,17 @@ struct ChromiumTrustEndToEndTests {
         return home
     }
 
-    /// Chromium's DOM of `url` loaded through `proxy` (as an HTTP proxy, or a SOCKS5 one with `scheme` "socks5"),
-    /// with `home` as HOME.
+    /// Chromium's DOM of `url` loaded through `proxy` (as an HTTP proxy, a SOCKS5 one with `scheme` "socks5", or
+    /// an HTTPS one with "https", reached as `proxyHost`), with `home` as HOME.
     static func dumpDOM(
         _ chromium: String, url: String, proxy: ProxyProcess, home: String, directory: TemporaryDirectory,
-        scheme: String = "http"
+        scheme: String = "http", proxyHost: String = "127.0.0.1"
     ) throws -> String {
         let child = try Child(
             executable: chromium,
             arguments: [
                 "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--user-data-dir=\(home)/profile", "--proxy-server=\(scheme)://\(proxy.address)",
+                "--user-data-dir=\(home)/profile", "--proxy-server=\(scheme)://\(proxyHost):\(proxy.port)",
                 "--proxy-bypass-list=<-loopback>", "--dump-dom", url,
             ], directory: directory, label: "chromium", environment: ["HOME": home])
         defer { child.stop() }

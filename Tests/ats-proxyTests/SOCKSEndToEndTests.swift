@@ -140,3 +140,65 @@ import Testing
         #expect(load?["route"] as? String == "SOCKS5+TLS", "\(records)")
     }
 }
+
+/// TLS to the proxy itself (an `https://` proxy), end to end: curl with `--proxy https://…` and `--proxy-cacert`
+/// (absolute-form, CONNECT with TLS inside: TLS in TLS, CONNECT with cleartext inside), curl without the CA (the
+/// refusal recorded), and headless Chromium with an `https://` proxy trusting the CA through NSS.
+@Suite(.serialized) struct ProxyTLSEndToEndTests {
+    typealias Challenge = ChallengeRunEndToEndTests
+    typealias Routes = TunnelRoutesEndToEndTests
+
+    @Test func curlThroughAnHTTPSProxyGetsTheVerdictsOfTheHTTPProxy() throws {
+        let stack = try ProxyStack(arguments: ["--log-format", "json"])
+        let proxy = ["-x", "https://localhost:\(stack.proxy.port)", "--proxy-cacert", stack.proxy.caPath]
+        let https = try stack.curl("\(stack.api)/hello", proxy)
+        #expect(https.httpCode == 200, "\(https.stderr)")
+        #expect(https.bodyText == "hello from tls-origin\n")
+        let blocked = try stack.curl("\(stack.plain)/hello", proxy)
+        #expect(blocked.httpCode == 403, "\(blocked.stderr)")
+        #expect(blocked.headers["x-ats-error"] == "-1022")
+        let tunnelled = try stack.curl("\(stack.legacy)/hello", proxy + ["-p"])
+        #expect(tunnelled.httpCode == 200, "\(tunnelled.stderr)")
+        #expect(tunnelled.bodyText == "hello from plain-origin\n")
+        // Without the CA for the proxy's own certificate the client refuses the handshake: nothing is loaded.
+        let untrusting = try stack.curl(
+            "\(stack.legacy)/hello?untrusted", ["-x", "https://localhost:\(stack.proxy.port)"])
+        #expect(untrusting.httpCode == 0 && untrusting.exitCode != 0, "\(untrusting.stderr)")
+
+        let stopped = try Challenge.stop(stack)
+        #expect(Routes.records(stopped.records, stack.api).first?["route"] as? String == "TLS+CONNECT+TLS")
+        let plain = try #require(Routes.records(stopped.records, stack.plain).first)
+        #expect(plain["route"] as? String == "TLS+absolute-form")
+        #expect(plain["result"] as? String == "blocked-cleartext")
+        #expect(Routes.records(stopped.records, stack.legacy).first?["route"] as? String == "TLS+CONNECT+HTTP")
+        let refused = stopped.records.filter { $0["route"] as? String == "TLS+CONNECT" }
+        #expect(refused.count == 1, "\(stopped.records)")
+        #expect(refused.first?["result"] as? String == "client-untrusted-ca")
+        #expect((refused.first?["rule"] as? String)?.contains("TLS handshake with the proxy itself") == true)
+        #expect(!stack.plainOrigin.requests.contains { $0.contains("untrusted") })
+    }
+
+    @Test(.timeLimit(.minutes(4))) func chromiumLoadsHTTPSThroughAnHTTPSProxy() throws {
+        let chromium = try #require(
+            LiveViewEndToEndTests.chromium, "chromium is not installed; run scripts/bootstrap test")
+        let directory = try TemporaryDirectory("chromium-https-proxy")
+        let pki = try TestPKI(name: "web-origin", directory: directory)
+        let origin = try Origin(
+            name: "web", directory: directory, tls: try pki.leaf(["www.ats.test"], file: "web-origin"))
+        defer { origin.child.stop() }
+        let proxy = try ProxyProcess(
+            plist: infoPlist(""), resolve: [("www.ats.test", origin.port)], upstreamCAs: [pki.caPath],
+            arguments: ["--log-format", "json"])
+        defer { proxy.stop() }
+        let home = try ChromiumTrustEndToEndTests.home(directory, name: "trusting", trusting: proxy.caPath)
+        let page = try ChromiumTrustEndToEndTests.dumpDOM(
+            chromium, url: "https://www.ats.test:\(origin.port)/hello", proxy: proxy, home: home,
+            directory: directory, scheme: "https", proxyHost: "localhost")
+        #expect(page.contains("hello from web"), "\(page.prefix(2000))")
+        proxy.child.signal(SIGINT)
+        #expect(proxy.child.wait(timeout: 20), "the proxy did not stop")
+        let records = Challenge.jsonRecords(fileLines(proxy.logPath))
+        let load = records.first { ($0["url"] as? String)?.contains("www.ats.test") == true }
+        #expect(load?["route"] as? String == "TLS+CONNECT+TLS", "\(records)")
+    }
+}

@@ -26,6 +26,19 @@ public enum ProxyRoute: String, Sendable, Codable, CaseIterable {
     case socks5Raw = "SOCKS5+raw"
     /// A SOCKS4 or SOCKS4a request: refused (SOCKS5 or the HTTP proxy serve the same clients).
     case socks4 = "SOCKS4"
+    /// An absolute-form request inside TLS to the proxy itself (an `https://` proxy).
+    case tlsAbsoluteForm = "TLS+absolute-form"
+    /// TLS to the proxy that opened no tunnel: the client refused the proxy's own certificate, or its CONNECT was
+    /// refused.
+    case tlsConnect = "TLS+CONNECT"
+    /// TLS to the proxy, CONNECT, then TLS inside (TLS in TLS): intercepted, or passed through.
+    case tlsConnectTLS = "TLS+CONNECT+TLS"
+    /// TLS to the proxy, CONNECT, then cleartext HTTP/1.x inside.
+    case tlsConnectHTTP = "TLS+CONNECT+HTTP"
+    /// TLS to the proxy, CONNECT, then cleartext HTTP/2 with prior knowledge.
+    case tlsConnectH2C = "TLS+CONNECT+h2c"
+    /// TLS to the proxy, CONNECT, then neither TLS nor HTTP.
+    case tlsConnectRaw = "TLS+CONNECT+raw"
 
     /// What the text log's record line adds after the URL (` [via CONNECT+HTTP]`): empty for absolute-form and
     /// CONNECT+TLS, the two routes the URL's scheme already tells apart.
@@ -33,7 +46,8 @@ public enum ProxyRoute: String, Sendable, Codable, CaseIterable {
         switch self {
         case .absoluteForm, .connectTLS: ""
         case .connect, .connectHTTP, .connectH2C, .connectRaw, .socks5, .socks5TLS, .socks5HTTP, .socks5H2C,
-            .socks5Raw, .socks4:
+            .socks5Raw, .socks4, .tlsAbsoluteForm, .tlsConnect, .tlsConnectTLS, .tlsConnectHTTP, .tlsConnectH2C,
+            .tlsConnectRaw:
             " [via \(rawValue)]"
         }
     }
@@ -51,15 +65,20 @@ public enum ProxyRoute: String, Sendable, Codable, CaseIterable {
         case (.socks5, .http): .socks5HTTP
         case (.socks5, .h2c): .socks5H2C
         case (.socks5, .raw): .socks5Raw
+        case (.tlsConnect, .refused): .tlsConnect
+        case (.tlsConnect, .tls): .tlsConnectTLS
+        case (.tlsConnect, .http): .tlsConnectHTTP
+        case (.tlsConnect, .h2c): .tlsConnectH2C
+        case (.tlsConnect, .raw): .tlsConnectRaw
         }
     }
 
     /// Whether the route is a tunnel relayed raw (neither TLS nor HTTP inside): its client reads no HTTP answer.
     public var isRawTunnel: Bool {
         switch self {
-        case .connectRaw, .socks5Raw: true
+        case .connectRaw, .socks5Raw, .tlsConnectRaw: true
         case .absoluteForm, .connect, .connectTLS, .connectHTTP, .connectH2C, .socks5, .socks5TLS, .socks5HTTP,
-            .socks5H2C, .socks4:
+            .socks5H2C, .socks4, .tlsAbsoluteForm, .tlsConnect, .tlsConnectTLS, .tlsConnectHTTP, .tlsConnectH2C:
             false
         }
     }
@@ -68,7 +87,9 @@ public enum ProxyRoute: String, Sendable, Codable, CaseIterable {
     public var isSOCKS: Bool {
         switch self {
         case .socks5, .socks5TLS, .socks5HTTP, .socks5H2C, .socks5Raw, .socks4: true
-        case .absoluteForm, .connect, .connectTLS, .connectHTTP, .connectH2C, .connectRaw: false
+        case .absoluteForm, .connect, .connectTLS, .connectHTTP, .connectH2C, .connectRaw, .tlsAbsoluteForm,
+            .tlsConnect, .tlsConnectTLS, .tlsConnectHTTP, .tlsConnectH2C, .tlsConnectRaw:
+            false
         }
     }
 }
@@ -79,6 +100,8 @@ public enum TunnelEntry: Sendable {
     case httpConnect
     /// A SOCKS5 CONNECT (RFC 1928), on the same port (answered with a SOCKS5 reply).
     case socks5
+    /// An HTTP `CONNECT` inside TLS to the proxy itself (answered `200 Connection established`, sealed).
+    case tlsConnect
 }
 
 /// What a tunnel carried, as far as the route names it.

@@ -8,6 +8,10 @@ public final class ProxyServices: Sendable {
     public let settings: ProxySettings
     /// Client-facing TLS (minted leaves per SNI name).
     public let serverTLS: ServerTLSContext
+    /// TLS to the proxy itself (a client that starts TLS on the proxy's port): the same leaves, HTTP/1.1 only in
+    /// ALPN (the proxy protocol inside is HTTP/1.1). Nil when the context could not be made; such clients then get
+    /// the HTTP parser's 400, as before.
+    public let proxyTLS: ServerTLSContext?
     /// Upstream TLS built from each decision's requirements.
     public let upstreamTLS: UpstreamTLSClient
     /// Process id shown in console lines (passed in: the core makes no system calls).
@@ -26,6 +30,7 @@ public final class ProxyServices: Sendable {
         self.policy = policy
         self.settings = settings
         self.serverTLS = serverTLS
+        proxyTLS = try? ServerTLSContext(leaves: serverTLS.leaves, alpn: ServerTLSContext.preferring(["http/1.1"]))
         self.upstreamTLS = upstreamTLS
         self.processID = processID
     }

@@ -95,7 +95,7 @@ extension ProxySession {
     /// reply for a SOCKS5 one.
     mutating func grantTunnel() {
         switch entry {
-        case .httpConnect:
+        case .httpConnect, .tlsConnect:
             leg.commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
         case .socks5:
             precondition(socksReplyPending, "ProxySession.grantTunnel: the SOCKS5 reply was sent already")

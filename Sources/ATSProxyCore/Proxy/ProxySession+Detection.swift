@@ -186,7 +186,7 @@ extension ProxySession {
     /// What the client was told when its tunnel opened, for log lines.
     var grantText: String {
         switch entry {
-        case .httpConnect: "200 Connection established"
+        case .httpConnect, .tlsConnect: "200 Connection established"
         case .socks5: "the SOCKS5 success reply"
         }
     }

@@ -14,7 +14,7 @@ import Foundation
 ///
 /// This file holds its state and the event dispatch; each job is an extension of its own: `+ClientInput` (parser,
 /// client TLS), `+Requests` (request heads to the leg), `+Connect` (CONNECT, interception, passthrough),
-/// `+Detection` (what a tunnel's client speaks), `+SOCKS` (SOCKS5 on the same port), `+LocalAnswers` (answers of its own), `+Finishing` (the leg's
+/// `+Detection` (what a tunnel's client speaks), `+SOCKS` (SOCKS5 on the same port), `+ProxyTLS` (TLS to the proxy), `+LocalAnswers` (answers of its own), `+Finishing` (the leg's
 /// signals, closing), `+Timers` and `+Writing`.
 public struct ProxySession {
     /// What the client connection is doing.
@@ -56,6 +56,9 @@ public struct ProxySession {
     var entry: TunnelEntry = .httpConnect
     /// Whether the connection's first bytes were read already (they decide between HTTP and SOCKS).
     var sawFirstBytes = false
+    /// TLS to the proxy itself (`+ProxyTLS`): the layer around everything the session reads and writes, when the
+    /// connection's first bytes were a TLS record; nil for a cleartext connection.
+    var proxyTransport: TLSConnection?
     /// A SOCKS5 CONNECT waits for its reply: a refusal before the tunnel opens is a SOCKS5 reply, not HTTP.
     var socksReplyPending = false
     var parser = HTTP1Parser(role: .request)
@@ -113,6 +116,14 @@ public struct ProxySession {
     /// `handle(_:now:)` appending to `out`, an empty list whose storage the caller keeps from event to
     /// event: no command list is allocated per event.
     public mutating func handle(_ event: ProxyEvent, now: Date, into out: inout [ProxyCommand]) {
+        if let transport = proxyTransport ?? startProxyTLS(event) {
+            return handleThroughProxyTLS(event, transport: transport, now: now, into: &out)
+        }
+        handlePlain(event, now: now, into: &out)
+    }
+
+    /// `handle` on the connection's own bytes: cleartext, or the plaintext inside TLS to the proxy.
+    mutating func handlePlain(_ event: ProxyEvent, now: Date, into out: inout [ProxyCommand]) {
         swap(&leg.commands, &out)
         leg.now = now
         if case .closed = phase {
