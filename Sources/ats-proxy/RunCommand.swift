@@ -52,6 +52,13 @@ struct ProxyOptions: ParsableArguments {
     )
     var tunnelUnknown: TunnelUnknownHandling = .refuse
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Require these credentials from every proxy client: Proxy-Authorization: Basic on HTTP (407 without them), username/password on SOCKS5. The onboarding site and /proxy.pac stay open. Prefer ATS_PROXY_PROXY_AUTH or the settings file: other users can read command lines.",
+            valueName: "USER:PASSWORD"))
+    var proxyAuth: String?
+
     @Option(name: .long, help: "Request source: auto (from User-Agent), urlsession, webkit or media.")
     var source: String = "auto"
 
@@ -337,6 +344,13 @@ struct ProxyOptions: ParsableArguments {
         settings.mode = mode
         settings.cleartext = cleartext
         settings.tunnelUnknown = tunnelUnknown
+        if let proxyAuth {
+            guard let credentials = ProxyCredentials(parsing: proxyAuth) else {
+                throw CLIError.usage(
+                    "--proxy-auth must be USER:PASSWORD (a non-empty user; each part at most 255 bytes)")
+            }
+            settings.proxyCredentials = credentials
+        }
         settings.source = source == "auto" ? .auto : .fixed(RequestSource(rawValue: source) ?? .urlsession)
         settings.passthroughHosts = passthrough
         settings.passthroughPinnedDomains = !interceptPinned

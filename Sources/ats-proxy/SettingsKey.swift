@@ -80,6 +80,7 @@ struct SettingsKey: Sendable {
         .init("mode", .proxy, \.mode),
         .init("cleartext", .proxy, \.cleartext),
         .init("tunnel-unknown", .proxy, \.tunnelUnknown),
+        .init("proxy-auth", .proxy, \.proxyAuth),
         .init("source", .proxy, \.source),
         .init("upgrade-port", .proxy, \.upgradePort),
         .init("passthrough", .proxy, \.passthrough),

@@ -249,3 +249,87 @@ import Testing
         #expect(S.records(commands).first?.route == .absoluteForm)
     }
 }
+
+/// `--proxy-auth`: the credentials type, and SOCKS5's username/password subnegotiation (RFC 1929).
+@Suite struct ProxyCredentialsTests {
+    static let alice = ProxyCredentials(parsing: "alice:s3cr:et")!
+
+    @Test func parsing() {
+        #expect(Self.alice.user == "alice" && Self.alice.password == "s3cr:et")
+        #expect(ProxyCredentials(parsing: "alice:") != nil, "an empty password is allowed")
+        #expect(ProxyCredentials(parsing: ":x") == nil)
+        #expect(ProxyCredentials(parsing: "alice") == nil)
+        #expect(ProxyCredentials(parsing: String(repeating: "u", count: 256) + ":x") == nil)
+        #expect(Self.alice.description == "user alice", "the password is never part of its text")
+    }
+
+    @Test func basicAuthorization() {
+        func basic(_ text: String) -> String { "Basic " + Data(text.utf8).base64EncodedString() }
+        #expect(Self.alice.acceptsBasic(basic("alice:s3cr:et")))
+        #expect(Self.alice.acceptsBasic("basic " + Data("alice:s3cr:et".utf8).base64EncodedString()))
+        #expect(!Self.alice.acceptsBasic(basic("alice:s3cr")))
+        #expect(!Self.alice.acceptsBasic(basic("alice:s3cr:et ")))
+        #expect(!Self.alice.acceptsBasic(basic("bob:s3cr:et")))
+        #expect(!Self.alice.acceptsBasic("Bearer abc"))
+        #expect(!Self.alice.acceptsBasic("Basic !!!"))
+        #expect(!Self.alice.acceptsBasic(nil))
+    }
+
+    static func authentication(_ user: String, _ password: String) -> [UInt8] {
+        [0x01, UInt8(user.utf8.count)] + Array(user.utf8) + [UInt8(password.utf8.count)] + Array(password.utf8)
+    }
+
+    @Test func socks5UsernamePasswordIsRequiredAndChecked() {
+        var negotiation = SOCKS5Negotiation(credentials: Self.alice)
+        #expect(negotiation.feed([0x05, 0x02, 0x00, 0x02]) == .needMore(reply: [0x05, 0x02]))
+        let auth = Self.authentication("alice", "s3cr:et")
+        #expect(negotiation.feed(Array(auth.prefix(4))) == .needMore(reply: []))
+        #expect(negotiation.feed(Array(auth.dropFirst(4))) == .needMore(reply: [0x01, 0x00]))
+        #expect(
+            negotiation.feed(SOCKS5Tests.request(domain: "a.test", port: 80))
+                == .connect(SOCKS5Target(host: "a.test", port: 80, addressType: 3), reply: [], rest: []))
+
+        var wrong = SOCKS5Negotiation(credentials: Self.alice)
+        let refused = wrong.feed([0x05, 0x01, 0x02] + Self.authentication("alice", "guess"))
+        guard case .failed(let reply, let reason) = refused else {
+            Issue.record("wrong credentials were accepted: \(refused)")
+            return
+        }
+        #expect(reply == [0x05, 0x02, 0x01, 0x01])
+        #expect(reason.contains("rejected") && !reason.contains("guess"), "\(reason)")
+
+        var anonymous = SOCKS5Negotiation(credentials: Self.alice)
+        guard case .failed(let none, let why) = anonymous.feed([0x05, 0x01, 0x00]) else {
+            Issue.record("a client without credentials was accepted")
+            return
+        }
+        #expect(none == [0x05, 0xFF])
+        #expect(why.contains("requires username/password"), "\(why)")
+    }
+
+    @Test func httpClientsWithoutTheCredentialsGet407AndTheProxyOwnPagesStayOpen() throws {
+        var settings = ProxySettings()
+        settings.proxyCredentials = Self.alice
+        let harness = try ProxySessionTests.Harness(settings: settings)
+        let commands = harness.send("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        let response = ProxySessionTests.text(ProxySessionTests.clientWrites(commands))
+        #expect(response.hasPrefix("HTTP/1.1 407 Proxy Authentication Required\r\n"), "\(response)")
+        #expect(response.contains("Proxy-Authenticate: Basic realm=\"ats-proxy\""))
+        #expect(ProxySessionTests.records(commands).first?.status == 407)
+
+        let connect = try ProxySessionTests.Harness(settings: settings)
+        let refused = connect.send("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+        #expect(ProxySessionTests.text(ProxySessionTests.clientWrites(refused)).hasPrefix("HTTP/1.1 407 "))
+        let authorized = try ProxySessionTests.Harness(settings: settings)
+        let granted = authorized.send(
+            "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nProxy-Authorization: Basic "
+                + Data("alice:s3cr:et".utf8).base64EncodedString() + "\r\n\r\n")
+        #expect(
+            ProxySessionTests.text(ProxySessionTests.clientWrites(granted))
+                == "HTTP/1.1 200 Connection established\r\n\r\n")
+
+        let info = try ProxySessionTests.Harness(settings: settings)
+        let page = info.send("GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n")
+        #expect(!ProxySessionTests.text(ProxySessionTests.clientWrites(page)).hasPrefix("HTTP/1.1 407"))
+    }
+}

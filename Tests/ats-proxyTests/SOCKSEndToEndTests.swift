@@ -202,3 +202,48 @@ import Testing
         #expect(load?["route"] as? String == "TLS+CONNECT+TLS", "\(records)")
     }
 }
+
+/// `--proxy-auth`, end to end with curl: HTTP (absolute-form and CONNECT, 407 with a Basic challenge), SOCKS5
+/// (username/password), TLS to the proxy; the PAC file stays open; the password never reaches the log.
+@Suite(.serialized) struct ProxyAuthEndToEndTests {
+    @Test func everyRouteNeedsTheCredentials() throws {
+        let stack = try ProxyStack(environment: ["ATS_PROXY_PROXY_AUTH": "alice:s3cr:et"])
+        let proxy = stack.proxy.address
+        let none = try stack.curl("\(stack.legacy)/hello")
+        #expect(none.httpCode == 407, "\(none.stderr)")
+        #expect(none.headers["proxy-authenticate"]?.hasPrefix("Basic realm=\"ats-proxy\"") == true)
+        #expect(try stack.curl("\(stack.legacy)/hello", ["-U", "alice:wrong"]).httpCode == 407)
+        let absolute = try stack.curl("\(stack.legacy)/hello", ["-U", "alice:s3cr:et"])
+        #expect(absolute.httpCode == 200, "\(absolute.stderr)")
+        let tunnel = try stack.curl("\(stack.api)/hello", ["-U", "alice:s3cr:et"])
+        #expect(tunnel.httpCode == 200, "\(tunnel.stderr)")
+        #expect(try stack.curl("\(stack.api)/hello").exitCode != 0, "CONNECT without credentials is refused")
+
+        let socks = try stack.curl("\(stack.legacy)/hello", ["-x", "socks5h://alice:s3cr:et@\(proxy)"])
+        #expect(socks.httpCode == 200, "\(socks.stderr)")
+        let socksWrong = try stack.curl("\(stack.legacy)/hello", ["-x", "socks5h://alice:guess@\(proxy)"])
+        #expect(socksWrong.exitCode != 0 && socksWrong.httpCode == 0, "\(socksWrong.stderr)")
+        let socksNone = try stack.curl("\(stack.legacy)/hello", ["-x", "socks5h://\(proxy)"])
+        #expect(socksNone.exitCode != 0 && socksNone.httpCode == 0, "\(socksNone.stderr)")
+
+        let tls = try stack.curl(
+            "\(stack.legacy)/hello",
+            [
+                "-x", "https://localhost:\(stack.proxy.port)", "--proxy-cacert", stack.proxy.caPath, "-U",
+                "alice:s3cr:et",
+            ])
+        #expect(tls.httpCode == 200, "\(tls.stderr)")
+
+        let pac = try Curl.fetch("http://\(proxy)/proxy.pac", proxy: nil)
+        #expect(pac.httpCode == 200 && pac.bodyText.contains("FindProxyForURL"), "\(pac.bodyText.prefix(200))")
+
+        let stopped = try ChallengeRunEndToEndTests.stop(stack)
+        #expect(stopped.stderr.contains("proxy-auth user alice, password hidden"), "\(stopped.stderr.prefix(3000))")
+        #expect(!stopped.stderr.contains("s3cr"), "the password reached the log")
+        #expect(!fileLines(stack.proxy.logPath).contains { $0.contains("s3cr") }, "the password reached the log")
+        #expect(fileLines(stack.proxy.logPath).contains { $0.contains("proxy authentication required") })
+        #expect(fileLines(stack.proxy.logPath).contains { $0.contains("proxy authentication failed") })
+        // Only the three authorized loads reached the cleartext origin (absolute-form, SOCKS5, TLS to the proxy).
+        #expect(stack.plainOrigin.requests.count == 3, "\(stack.plainOrigin.requests)")
+    }
+}

@@ -17,6 +17,7 @@ extension ProxySession {
             return challengeAccepted(head)
         }
         if head.method == "CONNECT" {
+            if !inTunnel && !proxyAuthorized(head) { return requireProxyAuthentication(head) }
             // CONNECT is not a task in CFNetwork's numbering; the requests inside the tunnel are.
             connect(head)
             return
@@ -42,6 +43,7 @@ extension ProxySession {
                 url = tunnelURL(path: pathAndQuery.isEmpty ? "/" : pathAndQuery)
                 break
             }
+            if !proxyAuthorized(head) { return requireProxyAuthentication(head) }
             let path = pathAndQuery.isEmpty ? "/" : (pathAndQuery.hasPrefix("?") ? "/" + pathAndQuery : pathAndQuery)
             url = "\(scheme.lowercased())://\(authority)\(path)"
         case .origin(let path):

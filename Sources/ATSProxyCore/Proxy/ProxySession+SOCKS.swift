@@ -10,7 +10,7 @@ extension ProxySession {
     /// The connection's first bytes are a SOCKS5 greeting's.
     mutating func startSOCKS5(_ bytes: [UInt8]) {
         entry = .socks5
-        phase = .socks(SOCKS5Negotiation())
+        phase = .socks(SOCKS5Negotiation(credentials: services.settings.proxyCredentials))
         socksBytes(bytes)
     }
 

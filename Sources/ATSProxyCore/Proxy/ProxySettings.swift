@@ -41,6 +41,9 @@ public struct ProxySettings: Sendable {
     public var cleartext: CleartextHandling = .block
     /// What a tunnel gets whose client speaks neither TLS nor HTTP after CONNECT.
     public var tunnelUnknown: TunnelUnknownHandling = .refuse
+    /// `--proxy-auth`: the credentials every proxy client must present (HTTP Basic, SOCKS5 username/password); nil
+    /// for none (the default: the listener is on loopback or limited by `--allow-client`).
+    public var proxyCredentials: ProxyCredentials?
     public var source: SourceSetting = .auto
     /// Hosts tunnelled without interception (suffix match with a leading dot).
     public var passthroughHosts: [String] = []

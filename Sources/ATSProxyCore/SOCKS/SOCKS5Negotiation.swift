@@ -1,7 +1,8 @@
 import ATSPolicy
 
-/// The proxy side of a SOCKS5 handshake (RFC 1928), sans-io: the client's greeting (the methods it offers), then
-/// its request. Only CONNECT with no authentication is granted; BIND and UDP ASSOCIATE get "command not supported",
+/// The proxy side of a SOCKS5 handshake (RFC 1928), sans-io: the client's greeting (the methods it offers), the
+/// username/password subnegotiation (RFC 1929) when the proxy requires credentials (`--proxy-auth`; "no
+/// authentication" otherwise), then its request. Only CONNECT is granted; BIND and UDP ASSOCIATE get "command not supported",
 /// an unknown address type "address type not supported", a client offering no method the proxy accepts the 0xFF
 /// selection. Everything the client may send is bounded by the format itself (a greeting is at most 257 bytes, a
 /// request at most 262), so the buffer never grows past that.
@@ -14,7 +15,9 @@ public struct SOCKS5Negotiation: Sendable {
     enum Stage: Sendable {
         /// Waiting for the version/methods greeting.
         case greeting
-        /// Method selected (no authentication); waiting for the request.
+        /// Username/password selected: waiting for the client's credentials.
+        case authentication
+        /// Method selected (and credentials accepted, if required); waiting for the request.
         case request
         /// A target was returned or the handshake failed: nothing more is read.
         case finished
@@ -36,20 +39,26 @@ public struct SOCKS5Negotiation: Sendable {
     static let version: UInt8 = 0x05
     /// The "no authentication required" method.
     static let noAuthentication: UInt8 = 0x00
+    /// The "username/password" method (RFC 1929).
+    static let usernamePassword: UInt8 = 0x02
     /// The "no acceptable methods" selection.
     static let noAcceptableMethod: UInt8 = 0xFF
 
     var stage = Stage.greeting
     var buffer: [UInt8] = []
+    /// The credentials the client must present; nil: no authentication.
+    let credentials: ProxyCredentials?
 
-    public init() {}
+    public init(credentials: ProxyCredentials? = nil) {
+        self.credentials = credentials
+    }
 
     /// Appends `bytes` to what the client sent and advances as far as they allow.
     public mutating func feed(_ bytes: [UInt8]) -> Progress {
         switch stage {
         case .finished:
             preconditionFailure("SOCKS5Negotiation.feed: the handshake has ended")
-        case .greeting, .request:
+        case .greeting, .authentication, .request:
             break
         }
         buffer.append(contentsOf: bytes)
@@ -63,7 +72,25 @@ public struct SOCKS5Negotiation: Sendable {
                 return .failed(reply: reply, reason: reason)
             case .complete(let length):
                 buffer.removeFirst(length)
-                sent = [Self.version, Self.noAuthentication]
+                if credentials == nil {
+                    sent = [Self.version, Self.noAuthentication]
+                    stage = .request
+                } else {
+                    sent = [Self.version, Self.usernamePassword]
+                    stage = .authentication
+                }
+            }
+        }
+        if case .authentication = stage {
+            switch parseAuthentication() {
+            case .incomplete:
+                return .needMore(reply: sent)
+            case .invalid(let reason, let reply):
+                stage = .finished
+                return .failed(reply: sent + reply, reason: reason)
+            case .complete(let length):
+                buffer.removeFirst(length)
+                sent += [0x01, 0x00]
                 stage = .request
             }
         }
@@ -102,13 +129,40 @@ public struct SOCKS5Negotiation: Sendable {
         }
         guard buffer.count >= 2 + count else { return .incomplete }
         let methods = buffer[2..<(2 + count)]
-        guard methods.contains(Self.noAuthentication) else {
+        let wanted = credentials == nil ? Self.noAuthentication : Self.usernamePassword
+        guard methods.contains(wanted) else {
             let offered = methods.map { SOCKS5Reply.methodName($0) }.joined(separator: ", ")
+            let accepted =
+                credentials == nil
+                ? "ats-proxy accepts no authentication (method 0) only"
+                : "ats-proxy requires username/password (method 2, --proxy-auth)"
             return .invalid(
-                "the SOCKS5 client offers only \(offered); ats-proxy accepts no authentication (method 0) only",
-                reply: [Self.version, Self.noAcceptableMethod])
+                "the SOCKS5 client offers only \(offered); \(accepted)", reply: [Self.version, Self.noAcceptableMethod])
         }
         return .complete(2 + count)
+    }
+
+    /// The username/password request (RFC 1929): VER 1, ULEN, UNAME, PLEN, PASSWD. Its value is its length; wrong
+    /// credentials are invalid (status 1, then the connection closes).
+    func parseAuthentication() -> Parse<Int> {
+        guard let credentials else { preconditionFailure("SOCKS5Negotiation: authentication without credentials") }
+        guard let first = buffer.first else { return .incomplete }
+        let failure: [UInt8] = [0x01, 0x01]
+        guard first == 0x01 else {
+            return .invalid("SOCKS5 username/password request with version byte \(first)", reply: failure)
+        }
+        guard buffer.count >= 2 else { return .incomplete }
+        let userLength = Int(buffer[1])
+        guard buffer.count >= 3 + userLength else { return .incomplete }
+        let passwordLength = Int(buffer[2 + userLength])
+        let length = 3 + userLength + passwordLength
+        guard buffer.count >= length else { return .incomplete }
+        let user = Array(buffer[2..<(2 + userLength)])
+        let password = Array(buffer[(3 + userLength)..<length])
+        guard credentials.accepts(user: user, password: password) else {
+            return .invalid("SOCKS5 username/password rejected (--proxy-auth)", reply: failure)
+        }
+        return .complete(length)
     }
 
     /// A whole CONNECT request: where to, and how many bytes it took.
