@@ -28,15 +28,15 @@ struct ChromiumTrustEndToEndTests {
     /// an HTTPS one with "https", reached as `proxyHost`), with `home` as HOME.
     static func dumpDOM(
         _ chromium: String, url: String, proxy: ProxyProcess, home: String, directory: TemporaryDirectory,
-        scheme: String = "http", proxyHost: String = "127.0.0.1"
+        scheme: String = "http", proxyHost: String = "127.0.0.1", extra: [String] = []
     ) throws -> String {
         let child = try Child(
             executable: chromium,
             arguments: [
                 "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                 "--user-data-dir=\(home)/profile", "--proxy-server=\(scheme)://\(proxyHost):\(proxy.port)",
-                "--proxy-bypass-list=<-loopback>", "--dump-dom", url,
-            ], directory: directory, label: "chromium", environment: ["HOME": home])
+                "--proxy-bypass-list=<-loopback>",
+            ] + extra + ["--dump-dom", url], directory: directory, label: "chromium", environment: ["HOME": home])
         defer { child.stop() }
         guard child.wait(timeout: 90) else { throw E2E.Failure("chromium did not finish: \(child.stderrText)") }
         return child.stdoutText

@@ -205,4 +205,46 @@ import Testing
         let refused = try #require(Self.records(stopped.records, "http://plain.example.test").first)
         #expect((refused["rule"] as? String)?.contains("ATS does not allow cleartext to plain.example.test") == true)
     }
+
+    /// Chromium sends every WebSocket through a proxy as CONNECT, then the upgrade in cleartext: a page on an
+    /// allowed origin opens `ws://` to itself (decided as the allowed cleartext load it is, and echoed) and to a
+    /// host without an exception (blocked with -1022, so the socket fails). Both are recorded as CONNECT+HTTP.
+    @Test(.timeLimit(.minutes(4))) func chromiumWebSocketsThroughTheProxyAreDecided() throws {
+        let chromium = try #require(
+            LiveViewEndToEndTests.chromium, "chromium is not installed; run scripts/bootstrap test")
+        let files = try TemporaryDirectory("ws-page")
+        let stack = try ProxyStack(
+            extraATS: cleartextException("pages.example.test"), arguments: ["--log-format", "json"],
+            extraOrigins: { directory, _ in
+                [("pages.example.test", try Origin(name: "pages", directory: directory, files: files.path))]
+            })
+        let port = stack.plainOrigin.port
+        let page = """
+            <html><body><div id="allowed">pending</div><div id="blocked">pending</div><script>
+            function open(id, url) {
+              var ws = new WebSocket(url);
+              ws.onopen = function () { ws.send("hello"); };
+              ws.onmessage = function (e) { document.getElementById(id).textContent = "ECHO " + e.data; };
+              ws.onerror = function () { document.getElementById(id).textContent = "ERROR"; };
+            }
+            open("allowed", "ws://legacy.example.test:\(port)/ws");
+            open("blocked", "ws://plain.example.test:\(port)/ws");
+            </script></body></html>
+            """
+        try page.write(toFile: files.file("ws.html"), atomically: true, encoding: .utf8)
+        let home = try ChromiumTrustEndToEndTests.home(stack.directory, name: "ws-home", trusting: nil)
+        let dom = try ChromiumTrustEndToEndTests.dumpDOM(
+            chromium, url: "http://pages.example.test:\(stack.extras["pages.example.test"]!.port)/files/ws.html",
+            proxy: stack.proxy, home: home, directory: stack.directory, extra: ["--virtual-time-budget=10000"])
+        #expect(dom.contains("<div id=\"allowed\">ECHO hello</div>"), "\(dom.prefix(2000))")
+        #expect(dom.contains("<div id=\"blocked\">ERROR</div>"), "\(dom.prefix(2000))")
+
+        let stopped = try Challenge.stop(stack)
+        let allowed = try #require(Self.records(stopped.records, "\(stack.legacy)/ws").first)
+        #expect(allowed["route"] as? String == "CONNECT+HTTP")
+        #expect(allowed["status"] as? Int == 101)
+        let blocked = try #require(Self.records(stopped.records, "\(stack.plain)/ws").first)
+        #expect(blocked["route"] as? String == "CONNECT+HTTP")
+        #expect(blocked["result"] as? String == "blocked-cleartext")
+    }
 }

@@ -153,7 +153,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             full = os.path.join(self.server.files, name) if self.server.files and name else None
             if full and os.path.isfile(full):
                 with open(full, "rb") as handle:
-                    self.simple(200, handle.read(), "application/json")
+                    kind = "text/html; charset=utf-8" if name.endswith(".html") else "application/json"
+                    self.simple(200, handle.read(), kind)
             else:
                 self.simple(404, b"no such file\n")
         elif path == "/alt-svc":
