@@ -41,6 +41,12 @@ public enum PlatformFeature: String, Sendable, CaseIterable, Codable {
     /// the next major release", so the threshold is uncertain). Apps are not affected.
     case systemServicesRequireATS
 
+    /// The thresholds as messages name them: `iOS 13 / macOS 10.15`. Every message that says since when a rule
+    /// holds takes it from here, so the table above is the one place a release is written down.
+    public var since: String {
+        "iOS \(threshold(for: .iOS)) / macOS \(threshold(for: .macOS))"
+    }
+
     /// The first OS version, per family, that has the feature.
     public func threshold(for family: PlatformFamily) -> OSVersion {
         switch (self, family) {

@@ -105,13 +105,13 @@ public enum ChallengeKind: String, Sendable, Hashable, CaseIterable, Codable, Cu
                 "the client accepted a certificate that is not valid yet: \(overridden), or it checks the chain without checking dates"
         case .sha1Signature:
             return
-                "the client accepted a SHA-1-signed certificate, which Apple's trust evaluation refuses since iOS 13: \(overridden), or it evaluates trust with a stack other than Apple's"
+                "the client accepted a SHA-1-signed certificate, which Apple's trust evaluation refuses under any root since \(PlatformFeature.strictServerCertificates.since) (under public roots since \(PlatformFeature.platformRejectsSHA1AndSmallRSA.since)): \(overridden), or it evaluates trust with a stack other than Apple's"
         case .rsa1024:
             return
-                "the client accepted a certificate with an RSA-1024 key, which Apple's trust evaluation refuses (RSA keys must be 2048 bits or more): \(overridden), or it evaluates trust with a stack other than Apple's"
+                "the client accepted a certificate with an RSA-1024 key, which Apple's trust evaluation refuses since \(PlatformFeature.platformRejectsSHA1AndSmallRSA.since) (RSA keys must be 2048 bits or more): \(overridden), or it evaluates trust with a stack other than Apple's"
         case .noSAN:
             return
-                "the client accepted a certificate that names the host only in its CN; Apple's trust evaluation ignores the CN since iOS 13: its host name check is disabled (validatesDomainName = NO) or it evaluates trust with a stack that still falls back to the CN"
+                "the client accepted a certificate that names the host only in its CN; Apple's trust evaluation ignores the CN since \(PlatformFeature.strictServerCertificates.since): its host name check is disabled (validatesDomainName = NO) or it evaluates trust with a stack that still falls back to the CN"
         case .overlongValidity:
             return
                 "the client accepted a certificate valid for more than 825 days, which Apple's trust evaluation refuses: \(overridden), or it evaluates trust with a stack other than Apple's"

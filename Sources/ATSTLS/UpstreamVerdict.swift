@@ -342,7 +342,7 @@ public struct UpstreamVerdict: Sendable {
         case .hostnameMismatch(let names, let commonNameOnly):
             if commonNameOnly {
                 return
-                    "\(summary.host) appears only in the certificate's common name; iOS 13 and later require it in the Subject Alternative Name"
+                    "\(summary.host) appears only in the certificate's common name; \(PlatformFeature.strictServerCertificates.since) and later require it in the Subject Alternative Name"
             }
             return
                 "the certificate is for \(names.isEmpty ? "no DNS name" : names.joined(separator: ", ")), not \(summary.host)"

@@ -2,14 +2,36 @@
 /// build step) that opens `/events` with `EventSource`, keeps at most `capacity` flows, and offers
 /// filters, pause/clear, a detail pane, the live minimal dictionary and the downloads.
 ///
+/// Below 1,000 px (a window beside the Simulator) the list keeps time, method, URL, status, outcome and code and
+/// the detail pane moves below it; the optional columns can be hidden; the filters and hidden columns live in the
+/// URL's query (`?outcome=blocked&host=api&hide=source,ms`), so a view can be reloaded or shared.
+///
 /// Hooks for tests and scripts: `window.atsProxy` (`connected`, `flows`, `select(id)`), rows carry
 /// `data-id`, `data-outcome`, `data-code`, `data-host` (and `data-h3` when the origin offered HTTP/3); the
-/// detail pane's parts have ids (`d-rule`, `d-fix`, `d-chain`, `d-tls`, `d-console`, `d-timings`, `d-http3`).
+/// detail pane's parts have ids (`d-rule`, `d-fix`, `d-chain`, `d-tls`, `d-console`, `d-timings`, `d-http3`,
+/// `d-curl`).
 enum WebPage {
-    /// The page with `title` (HTML-escaped) and the ring's capacity filled in.
-    static func html(title: String, capacity: Int) -> String {
+    /// The page with `title` (HTML-escaped), the ring's capacity, and the proxy address "copy as curl" names
+    /// (`host:port` as this page's client reaches the proxy; nil: a placeholder) filled in.
+    static func html(title: String, capacity: Int, proxy: String? = nil) -> String {
         template.replacingOccurrences(of: "{{TITLE}}", with: escape(title))
             .replacingOccurrences(of: "{{CAPACITY}}", with: "\(capacity)")
+            .replacingOccurrences(of: "{{PROXY}}", with: jsString(proxy ?? "PROXY_HOST:PORT"))
+    }
+
+    /// `text` as a JavaScript string literal (JSON string syntax, with `<` escaped so it cannot end the script).
+    static func jsString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "<": out += "\\u003c"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 
     /// Escapes `&`, `<`, `>` and `"` for HTML text and attribute values.
@@ -53,10 +75,12 @@ enum WebPage {
         dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .6rem;margin:0}dt{color:var(--mute)}dd{margin:0;word-break:break-all;white-space:pre-line}
         .fix{border-left:4px solid var(--allowed);padding:.3rem .5rem;background:var(--panel)}.rule{border-left:4px solid var(--c,var(--line));padding:.3rem .5rem;background:var(--panel)}
         .muted{color:var(--mute)}button.copy{float:right;font:inherit}
-        @media (max-width:760px){main{display:flex;flex-direction:column;height:auto}.left{display:contents}
-        .list{order:1;max-height:50vh;border-bottom:1px solid var(--line)}aside{order:2;border-bottom:1px solid var(--line)}.dict{order:3;max-height:none}
-        td.url{max-width:9rem}th,td{padding:.2rem .25rem}
-        .wide{display:none}header .dl{margin-left:0}}
+        .cols{position:relative}.cols summary{cursor:pointer;list-style:none;padding:.2rem .4rem;border:1px solid var(--line);border-radius:6px;background:var(--bg)}
+        .cols div{position:absolute;z-index:2;background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:.3rem .5rem;display:grid;gap:.1rem}
+        @media (max-width:1000px){main{display:flex;flex-direction:column;height:auto}.left{display:contents}
+        .list{order:1;max-height:55vh;border-bottom:1px solid var(--line)}aside{order:2;border-bottom:1px solid var(--line)}.dict{order:3;max-height:none}
+        td.url{max-width:22rem}.wide{display:none}header .dl{margin-left:0}}
+        @media (max-width:760px){td.url{max-width:9rem}th,td{padding:.2rem .25rem}}
         </style></head><body>
         <header><h1>ats-proxy</h1><span class="title">{{TITLE}}</span><span id="state" class="off">connecting…</span>
         <span id="counts" class="muted"></span>
@@ -68,9 +92,13 @@ enum WebPage {
         <select id="f-source" aria-label="source"><option value="">any source</option><option value="urlsession">URLSession</option><option value="webkit">WebKit</option><option value="media">media</option></select>
         <input type="search" id="f-text" placeholder="text" aria-label="free text">
         <label><input type="checkbox" id="f-violations"> violations only</label>
+        <details class="cols"><summary>Columns</summary><div>
+        <label><input type="checkbox" data-col="source" checked> source</label><label><input type="checkbox" data-col="protocol" checked> protocol</label>
+        <label><input type="checkbox" data-col="status" checked> status</label><label><input type="checkbox" data-col="ms" checked> ms</label>
+        <label><input type="checkbox" data-col="up" checked> up</label><label><input type="checkbox" data-col="down" checked> down</label></div></details>
         <button id="pause" type="button">Pause</button><button id="clear" type="button">Clear</button>
-        </div>
-        <main><div class="left"><div class="list"><table><thead><tr><th>time</th><th class="wide">source</th><th>method</th><th>URL</th><th class="wide">protocol</th><th>status</th><th>outcome</th><th>code</th><th class="wide">ms</th><th class="wide">up</th><th class="wide">down</th></tr></thead>
+        </div><style id="colstyle"></style>
+        <main><div class="left"><div class="list"><table><thead><tr><th>time</th><th class="wide c-source">source</th><th>method</th><th>URL</th><th class="wide c-protocol">protocol</th><th class="c-status">status</th><th>outcome</th><th>code</th><th class="wide c-ms">ms</th><th class="wide c-up">up</th><th class="wide c-down">down</th></tr></thead>
         <tbody id="rows"></tbody></table></div>
         <section class="dict"><h2>Minimal NSAppTransportSecurity for this session <button class="copy" id="copy" type="button">Copy</button></h2>
         <pre id="dictionary" class="muted">waiting for traffic…</pre></section></div>
@@ -78,7 +106,7 @@ enum WebPage {
         <script>
         "use strict";
         (function(){
-        const capacity={{CAPACITY}};
+        const capacity={{CAPACITY}};const proxyAddress={{PROXY}};
         const flows=new Map();const rows=document.getElementById("rows");const detail=document.getElementById("detail");
         const state=document.getElementById("state");const counts=document.getElementById("counts");
         const f={host:document.getElementById("f-host"),outcome:document.getElementById("f-outcome"),code:document.getElementById("f-code"),
@@ -101,10 +129,10 @@ enum WebPage {
         return true;}
         function row(o){
         const tr=el("tr","flow o-"+slug(o.outcome));tr.dataset.id=o.id;tr.dataset.outcome=o.outcome;tr.dataset.violation=o.violation?"1":"";tr.dataset.code=o.code||"";tr.dataset.host=o.host;if(o.http3)tr.dataset.h3="offered";
-        tr.append(el("td","",fmtTime(o.time)),el("td","wide",o.source),el("td","",o.method));
+        tr.append(el("td","",fmtTime(o.time)),el("td","wide c-source",o.source),el("td","",o.method));
         const u=el("td","url",o.url);u.title=o.url;tr.append(u);
-        tr.append(el("td","wide",o.proto+(o.route&&o.route!=="absolute-form"&&o.route!=="CONNECT+TLS"?" · "+o.route:"")),el("td","num",o.status||"—"),el("td","badge",o.outcome),el("td","",o.code||""),
-        el("td","num wide",o.ms),el("td","num wide",fmtBytes(o.up)),el("td","num wide",fmtBytes(o.down)));
+        tr.append(el("td","wide c-protocol",o.proto+(o.route&&o.route!=="absolute-form"&&o.route!=="CONNECT+TLS"?" · "+o.route:"")),el("td","num c-status",o.status||"—"),el("td","badge",o.outcome),el("td","",o.code||""),
+        el("td","num wide c-ms",o.ms),el("td","num wide c-up",fmtBytes(o.up)),el("td","num wide c-down",fmtBytes(o.down)));
         tr.hidden=!matches(o);tr.addEventListener("click",()=>select(o.id));return tr;}
         function add(o){
         if(o.id<=clearedThrough||flows.has(o.id))return;
@@ -113,7 +141,26 @@ enum WebPage {
         function updateCounts(){let shown=0,v=0,cf=0;for(const r of rows.children){if(!r.hidden)shown++;if(r.dataset.violation)v++;if(r.dataset.outcome==="challenge finding")cf++;}
         counts.textContent=flows.size+" flows, "+v+" violations, "+(cf?cf+" forged servers accepted (challenge findings), ":"")+shown+" shown"+(paused?" (paused, "+held.length+" waiting)":"")+
         (skipped?"; "+skipped+" not shown while the proxy was busy (they are in the HAR)":"");}
-        function applyFilters(){for(const r of rows.children){const o=flows.get(Number(r.dataset.id));r.hidden=!o||!matches(o);}updateCounts();}
+        function applyFilters(){for(const r of rows.children){const o=flows.get(Number(r.dataset.id));r.hidden=!o||!matches(o);}updateCounts();syncURL();}
+        const colBoxes=[...document.querySelectorAll(".cols input[data-col]")];
+        function hiddenCols(){return colBoxes.filter(b=>!b.checked).map(b=>b.dataset.col);}
+        function applyCols(){document.getElementById("colstyle").textContent=hiddenCols().map(c=>".c-"+c+"{display:none!important}").join("");syncURL();}
+        function syncURL(){const q=new URLSearchParams();
+        for(const k of ["host","outcome","code","source","text"]){const v=f[k].value.trim();if(v)q.set(k,v);}
+        if(f.violations.checked)q.set("violations","1");const h=hiddenCols();if(h.length)q.set("hide",h.join(","));
+        const s=q.toString();history.replaceState(null,"",location.pathname+(s?"?"+s:""));}
+        function readURL(){const q=new URLSearchParams(location.search);
+        for(const k of ["host","outcome","code","source","text"]){if(q.has(k))f[k].value=q.get(k);}
+        f.violations.checked=q.get("violations")==="1";const h=(q.get("hide")||"").split(",");
+        for(const b of colBoxes)b.checked=!h.includes(b.dataset.col);
+        document.getElementById("colstyle").textContent=hiddenCols().map(c=>".c-"+c+"{display:none!important}").join("");}
+        function shellQuote(t){return "'"+String(t).replace(/'/g,"'\\''")+"'";}
+        const skipHeaders=new Set(["host","content-length","connection","proxy-connection","proxy-authorization","keep-alive","te","transfer-encoding","upgrade"]);
+        function curlCommand(o){const parts=["curl","-x",shellQuote("http://"+proxyAddress)];
+        if(o.url.startsWith("https:"))parts.push("--cacert","ats-proxy-ca.pem");
+        if(o.method!=="GET")parts.push("-X",shellQuote(o.method));
+        for(const h of o.requestHeaders){if(skipHeaders.has(h[0].toLowerCase())||String(h[1]).startsWith("<redacted"))continue;parts.push("-H",shellQuote(h[0]+": "+h[1]));}
+        parts.push(shellQuote(o.url));return parts.join(" ");}
         function section(title,body){const h=el("h2","",title);detail.append(h);if(body)detail.append(body);}
         function kv(pairs){const d=el("dl");for(const [k,v] of pairs){d.append(el("dt","",k),el("dd","",v));}return d;}
         function headers(list){return el("pre","",list.length?list.map(h=>h[0]+": "+h[1]).join("\n"):"(none)");}
@@ -139,7 +186,10 @@ enum WebPage {
         section("Request headers",headers(o.requestHeaders));section("Response headers",headers(o.responseHeaders));
         if(o.http3){const h3=el("div","rule","Alt-Svc "+o.http3.offer+": "+o.http3.note);h3.id="d-http3";section("HTTP/3 offered",h3);}
         if(o.retried)section("Note",el("p","","sent again on a new connection (the reused one closed first)"));
-        if(matchMedia("(max-width:760px)").matches)detail.scrollIntoView({block:"start"});
+        const curl=el("pre","",curlCommand(o));curl.id="d-curl";const cb=el("button","copy","Copy");cb.type="button";
+        cb.addEventListener("click",()=>{if(navigator.clipboard)navigator.clipboard.writeText(curl.textContent);});
+        const ch=el("h2","","Copy as curl (through the proxy; secret headers left out) ");ch.append(cb);detail.append(ch,curl);
+        if(matchMedia("(max-width:1000px)").matches)detail.scrollIntoView({block:"start"});
         return true;}
         function receive(o){if(paused){held.push(o);}else{add(o);}}
         let pending=false;function scheduleCounts(){if(pending)return;pending=true;requestAnimationFrame(()=>{pending=false;updateCounts();});}
@@ -152,6 +202,7 @@ enum WebPage {
         es.addEventListener("dictionary",(e)=>{const d=JSON.parse(e.data);const p=document.getElementById("dictionary");p.textContent=d.plist;p.className="";});}
         for(const k of ["host","code","text"])f[k].addEventListener("input",applyFilters);
         for(const k of ["outcome","source","violations"])f[k].addEventListener("change",applyFilters);
+        for(const b of colBoxes)b.addEventListener("change",applyCols);readURL();
         document.getElementById("pause").addEventListener("click",(e)=>{paused=!paused;e.target.textContent=paused?"Resume":"Pause";
         if(!paused){for(const o of held)add(o);held=[];}updateCounts();});
         document.getElementById("clear").addEventListener("click",()=>{let max=clearedThrough;for(const id of flows.keys())max=Math.max(max,id);for(const o of held)max=Math.max(max,o.id);

@@ -159,7 +159,12 @@ public final class WebServer: @unchecked Sendable {
                 connection,
                 WebResponse(
                     status: 200, reason: "OK", contentType: "text/html; charset=utf-8",
-                    body: Array(WebPage.html(title: content.title, capacity: store.capacity).utf8)), head)
+                    body: Array(
+                        WebPage.html(
+                            title: content.title, capacity: store.capacity,
+                            proxy: connection.localAddress.flatMap { content.autoConfig?.proxyAddress(forLocal: $0) }?
+                                .description
+                        ).utf8)), head)
         case "/events":
             guard head.method == "GET" else { return finish(connection, .text(200, "OK", ""), head) }
             subscribe(connection, after: lastEventID ?? 0)

@@ -387,7 +387,10 @@ struct ProxyOptions: ParsableArguments {
         let services = ProxyServices(
             policy: PolicyStore(snapshot), settings: settings, serverTLS: serverTLS, upstreamTLS: upstreamTLS,
             processID: Int(getpid()), onboarding: onboarding,
-            appTrust: try makeAppTrust(authority: authority, leaves: leaves, keyLog: observation?.keyLog))
+            appTrust: try makeAppTrust(authority: authority, leaves: leaves, keyLog: observation?.keyLog),
+            // TLS to the proxy itself: the same leaves, HTTP/1.1 only, its keys in --keylog like the other legs.
+            proxyTLS: try ServerTLSContext(
+                leaves: leaves, alpn: ServerTLSContext.preferring(["http/1.1"]), keyLog: observation?.keyLog))
         var resolverOverrides = ResolverOverrides()
         for entry in resolve { try resolverOverrides.addResolve(entry) }
         for file in hostsFile { try resolverOverrides.addHostsFile(path: file) }

@@ -41,6 +41,7 @@ import Testing
                 "--profile", directory.file("profile"), "--screenshot", screenshot, "--expect", "5",
                 "--filter-host", "legacy", "--select-outcome", "blocked", "--expect-dictionary", "plain.example.test",
                 "--timeout", "90", "--phone-screenshot", directory.file("live-flows-phone.png"),
+                "--half-screenshot", directory.file("live-flows-900.png"),
             ], directory: directory, label: "cdp")
         let connected = E2E.poll(timeout: 90) { () -> Bool? in
             if !browser.process.isRunning { return false }
@@ -107,10 +108,30 @@ import Testing
         #expect(dictionary.contains("plain.example.test"), "\(dictionary)")
         #expect(dictionary.contains("NSExceptionAllowsInsecureHTTPLoads"))
 
+        // At 900 px (beside the Simulator): the outcome and code stay in view, optional columns give way, the detail
+        // pane sits below the list, nothing scrolls sideways.
+        let half = try #require(result["half"] as? [String: Any], "\(result.keys)")
+        #expect((half["outcomeRight"] as? Double ?? 99999) <= 900, "\(half)")
+        #expect((half["codeRight"] as? Double ?? 99999) <= 900, "\(half)")
+        #expect(half["shownColumns"] as? [String] == ["time", "method", "URL", "status", "outcome", "code"], "\(half)")
+        #expect(half["detailBelowList"] as? Bool == true, "\(half)")
+        #expect(half["scrollWidth"] as? Int ?? 9999 <= 900, "\(half)")
+        // Filters and hidden columns live in the URL, and a reload restores them.
+        let search = result["search"] as? String ?? ""
+        #expect(search.contains("outcome=blocked") && search.contains("hide=status"), "\(search)")
+        let restored = try #require(result["restored"] as? [String: Any])
+        #expect(restored["outcome"] as? String == "blocked", "\(restored)")
+        #expect(restored["statusShown"] as? Bool == false, "\(restored)")
+        #expect(restored["shown"] as? [String] == ["blocked"], "\(restored)")
+        // Copy as curl: through this proxy, the method and URL of the flow.
+        let curl = result["curl"] as? String ?? ""
+        #expect(curl.hasPrefix("curl -x 'http://127.0.0.1:\(stack.proxy.port)'"), "\(curl)")
+        #expect(curl.hasSuffix("'\(stack.plain)/hello'"), "\(curl)")
+
         // On a phone the page fits the screen's width (the table scrolls inside its own box).
         #expect(result["phoneScrollWidth"] as? Int ?? 9999 <= 390, "\(result["phoneScrollWidth"] ?? "-")")
         try FileManager.default.createDirectory(at: testArtifacts, withIntermediateDirectories: true)
-        for name in ["live-flows.png", "live-flows-phone.png"] {
+        for name in ["live-flows.png", "live-flows-phone.png", "live-flows-900.png"] {
             let png = try Data(contentsOf: URL(fileURLWithPath: directory.file(name)))
             #expect(png.count > 20_000 && png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
             let artifact = testArtifacts.appendingPathComponent(name)

@@ -10,7 +10,7 @@ public final class ProxyServices: Sendable {
     public let serverTLS: ServerTLSContext
     /// TLS to the proxy itself (a client that starts TLS on the proxy's port): the same leaves, HTTP/1.1 only in
     /// ALPN (the proxy protocol inside is HTTP/1.1). Nil when the context could not be made; such clients then get
-    /// the HTTP parser's 400, as before.
+    /// the HTTP parser's 400, as before. The run passes one that writes `--keylog` too.
     public let proxyTLS: ServerTLSContext?
     /// Upstream TLS built from each decision's requirements.
     public let upstreamTLS: UpstreamTLSClient
@@ -23,14 +23,17 @@ public final class ProxyServices: Sendable {
 
     public init(
         policy: PolicyStore, settings: ProxySettings, serverTLS: ServerTLSContext, upstreamTLS: UpstreamTLSClient,
-        processID: Int, onboarding: OnboardingSite? = nil, appTrust: AppTrustServices? = nil
+        processID: Int, onboarding: OnboardingSite? = nil, appTrust: AppTrustServices? = nil,
+        proxyTLS: ServerTLSContext? = nil
     ) {
         self.onboarding = onboarding
         self.appTrust = appTrust
         self.policy = policy
         self.settings = settings
         self.serverTLS = serverTLS
-        proxyTLS = try? ServerTLSContext(leaves: serverTLS.leaves, alpn: ServerTLSContext.preferring(["http/1.1"]))
+        self.proxyTLS =
+            proxyTLS
+            ?? (try? ServerTLSContext(leaves: serverTLS.leaves, alpn: ServerTLSContext.preferring(["http/1.1"])))
         self.upstreamTLS = upstreamTLS
         self.processID = processID
     }

@@ -101,6 +101,24 @@ ROWS = """JSON.stringify([...document.querySelectorAll('#rows tr')].map(r => ({
   colour: getComputedStyle(r.children[0]).borderLeftColor})))"""
 
 
+# At half a screen: whether the first row's outcome and code cells are inside the viewport, whether the detail
+# pane is below the list, and whether anything scrolls sideways.
+HALF = """JSON.stringify((() => {
+  const r = [...document.querySelectorAll('#rows tr')].find(r => !r.hidden);
+  const cells = r ? [...r.children] : [];
+  const badge = cells.find(c => c.classList.contains('badge'));
+  const code = badge ? badge.nextElementSibling : null;
+  const list = document.querySelector('.list').getBoundingClientRect();
+  const aside = document.querySelector('aside').getBoundingClientRect();
+  return {width: innerWidth, scrollWidth: document.documentElement.scrollWidth,
+    outcomeRight: badge ? badge.getBoundingClientRect().right : 99999,
+    codeRight: code ? code.getBoundingClientRect().right : 99999,
+    shownColumns: [...document.querySelectorAll('thead th')].filter(t => getComputedStyle(t).display !== 'none')
+      .map(t => t.textContent),
+    detailBelowList: aside.top >= list.bottom - 1};
+})())"""
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--chromium", default="/usr/bin/chromium")
@@ -113,6 +131,9 @@ def main():
     parser.add_argument("--expect-dictionary", default="NSAppTransportSecurity")
     parser.add_argument("--timeout", type=float, default=60)
     parser.add_argument("--phone-screenshot", help="also a 390x844 (phone) screenshot, after the main one")
+    parser.add_argument("--half-screenshot",
+                        help="also the page at 900x900 (beside the Simulator): layout facts, filters in the URL "
+                             "(restored on reload), a hidden column, copy as curl, and this screenshot")
     args = parser.parse_args()
 
     browser = Browser(args.chromium, args.profile, 1400, 900)
@@ -163,6 +184,32 @@ def main():
         shot = browser.send("Page.captureScreenshot", {"format": "png"})
         with open(args.screenshot, "wb") as handle:
             handle.write(base64.b64decode(shot["data"]))
+        if args.half_screenshot:
+            browser.send("Emulation.setDeviceMetricsOverride",
+                         {"width": 900, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+            result["half"] = json.loads(browser.evaluate(HALF))
+            shot = browser.send("Page.captureScreenshot", {"format": "png"})
+            with open(args.half_screenshot, "wb") as handle:
+                handle.write(base64.b64decode(shot["data"]))
+            browser.evaluate("(() => { const s = document.getElementById('f-outcome'); s.value = 'blocked';"
+                             " s.dispatchEvent(new Event('change')); return true; })()")
+            browser.evaluate("(() => { document.querySelector('.cols input[data-col=\"status\"]').click();"
+                             " return true; })()")
+            result["search"] = browser.evaluate("location.search")
+            href = browser.evaluate("location.href")
+            browser.send("Page.navigate", {"url": href})
+            browser.wait_for("!!(window.atsProxy && window.atsProxy.connected)", args.timeout, "the reloaded page")
+            browser.wait_for(f"document.querySelectorAll('#rows tr').length >= {args.expect}", args.timeout,
+                             "the reloaded rows")
+            result["restored"] = json.loads(browser.evaluate(
+                "JSON.stringify({outcome: document.getElementById('f-outcome').value,"
+                " statusShown: getComputedStyle(document.querySelector('th.c-status')).display !== 'none',"
+                " shown: [...document.querySelectorAll('#rows tr')].filter(r => !r.hidden).map(r => r.dataset.outcome)})"))
+            result["curl"] = browser.evaluate(
+                "(() => { const r = [...document.querySelectorAll('#rows tr')].find(r => !r.hidden); if (!r) return '';"
+                " r.click(); return document.getElementById('d-curl')?.textContent || ''; })()")
+            browser.send("Emulation.setDeviceMetricsOverride",
+                         {"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": False})
         if args.phone_screenshot:
             browser.send("Emulation.setDeviceMetricsOverride",
                          {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})
