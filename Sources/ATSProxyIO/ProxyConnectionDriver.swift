@@ -38,6 +38,11 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         var readsPausedBySession = false
         /// An HTTP/2 lane was told its upstream stopped taking bytes and not yet that it drained.
         var reportedBackedUp = false
+        /// The lane opened a connection that may become a shared HTTP/2 link: requests for the same key wait for
+        /// it until it settles (`settleOpening`).
+        var opening: UpstreamKey?
+        /// The lane waits behind another lane's connect in flight (`pendingLinkSettled` resumes it).
+        var waiting: (key: UpstreamKey, host: String, port: Int)?
 
         init(id: Int32) { self.id = id }
     }
@@ -200,6 +205,8 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
             case .promoteUpstream(let lease):
                 flush()
                 promoteUpstream(lane(id), lease: lease)
+            case .upstreamSettled:
+                if let lane = lanes[id] { settleOpening(lane) }
             case .armTimer(let seconds):
                 armTimer(lane: lane(id), seconds: seconds)
             case .cancelTimer:
@@ -319,6 +326,17 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
             }
             return
         }
+        if let reuse, !finished {
+            switch pool.connecting(reuse, mayBecomeLink: mayBecomeLink(reuse), owner: self, lane: id) {
+            case .wait:
+                lane.waiting = (reuse, host, port)
+                return
+            case .open:
+                lane.opening = reuse
+            case .connect:
+                break
+            }
+        }
         if let upstreamProxy {
             lane.connector = UpstreamProxyConnector.connect(
                 host: host, port: port, through: upstreamProxy, on: loop, resolver: proxyResolver,
@@ -333,6 +351,27 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         ) { [self] result in
             upstreamConnected(lane: id, result.map { ($0, []) })
         }
+    }
+
+    /// Whether a new connection for `key` could become a shared HTTP/2 link: TLS, h2 offered upstream, and not an
+    /// HTTP/1.1-only request (an Upgrade).
+    private func mayBecomeLink(_ key: UpstreamKey) -> Bool {
+        key.requirements != nil && !key.http1Only && session.services.upstreamTLS.alpn.contains("h2")
+    }
+
+    /// The connection the lane opened settled (a link, HTTP/1.1, failed, gone): requests that waited for it
+    /// acquire again. Idempotent.
+    private func settleOpening(_ lane: Lane) {
+        guard let key = lane.opening else { return }
+        lane.opening = nil
+        pool.settle(key, owner: self, lane: lane.id)
+    }
+
+    /// The lane stops waiting behind another lane's connect (its exchange is over). Idempotent.
+    private func stopWaiting(_ lane: Lane) {
+        guard let waiting = lane.waiting else { return }
+        lane.waiting = nil
+        pool.stopWaiting(waiting.key, owner: self, lane: lane.id)
     }
 
     /// A lane's connect attempt ended: the connection is attached (and `remaining`, the origin's bytes that
@@ -355,6 +394,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
             run(lane: id, .upstreamConnected)
             if !remaining.isEmpty { run(lane: id, .upstreamBytes(remaining)) }
         case .failure(let error):
+            settleOpening(lane)
             run(lane: id, .upstreamConnectFailed(error.urlErrorCode, detail: error.description))
         }
     }
@@ -379,6 +419,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
 
     /// Hands an idle upstream back to the pool (a channel is simply closed: its link stays pooled).
     private func releaseUpstream(_ lane: Lane, lease: UpstreamLease) {
+        settleOpening(lane)
         lane.connector?.cancel()
         lane.connector = nil
         if lane.channel != nil {
@@ -405,7 +446,10 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
             if !client.isWritable || lane.readsPausedBySession { link.setReadingPaused(true, channel: channel) }
             // Started only now that the lane knows its channel: whatever the link reports at once reaches it.
             link.start()
+            // The link is offered now: the requests that waited for it get channels on it.
+            settleOpening(lane)
         } else {
+            settleOpening(lane)
             run(lane: lane.id, .upstreamReset)
         }
     }
@@ -417,6 +461,8 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
     }
 
     private func closeUpstream(_ lane: Lane) {
+        settleOpening(lane)
+        stopWaiting(lane)
         lane.connector?.cancel()
         lane.connector = nil
         lane.readsPausedBySession = false
@@ -445,6 +491,10 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
 
     private func finish() {
         guard !finished else { return }
+        for lane in lanes.values {
+            settleOpening(lane)
+            stopWaiting(lane)
+        }
         finished = true
         onFinished()
     }
@@ -510,6 +560,12 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         reportBackedUp(lane, false)
         resumeClientIfPossible()
         run(lane: id, code == .http11Required ? .upstreamRequiresHTTP11 : .upstreamReset)
+    }
+
+    func pendingLinkSettled(lane id: Int32) {
+        guard !finished, let lane = lanes[id], let waiting = lane.waiting else { return }
+        lane.waiting = nil
+        connectUpstream(lane: lane, host: waiting.host, port: waiting.port, reuse: waiting.key)
     }
 
     func channelWritable(lane id: Int32, _ writable: Bool) {

@@ -11,6 +11,9 @@ protocol UpstreamChannelOwner: AnyObject {
     func channelReset(lane: Int32, code: HTTP2ErrorCode)
     /// Request-body back-pressure of the channel: stop (false) or resume (true) feeding it.
     func channelWritable(lane: Int32, _ writable: Bool)
+    /// The connect in flight that `lane` waited behind settled: acquire again (a channel of the new link, or a
+    /// connection of its own). Called on a later turn of the loop, never from inside the settling call.
+    func pendingLinkSettled(lane: Int32)
 }
 
 /// The upstream connections of one event loop that outlive the sessions that opened them: idle HTTP/1.1
@@ -37,6 +40,8 @@ final class UpstreamPool: @unchecked Sendable {
     private var parked: [UpstreamDirectory.Entry: ParkedUpstream] = [:]
     /// The shared links the directory names.
     private var links: [UpstreamDirectory.Entry: UpstreamLinkDriver] = [:]
+    /// The owners of requests waiting behind connects in flight (weakly: a driver that finished is skipped).
+    private var waitingOwners: [ObjectIdentifier: WeakChannelOwner] = [:]
 
     init(loop: EventLoop, idleTime: Duration = .seconds(30)) {
         self.loop = loop
@@ -64,6 +69,41 @@ final class UpstreamPool: @unchecked Sendable {
                 return nil
             }
         }
+    }
+
+    /// For a request `acquire` found nothing for: open the connection (and `settle` the key once its protocol is
+    /// known), wait for one already on its way (`pendingLinkSettled` follows), or just connect.
+    func connecting(
+        _ key: UpstreamKey, mayBecomeLink: Bool, owner: UpstreamChannelOwner, lane: Int32
+    ) -> UpstreamDirectory.Connecting {
+        loop.assertInLoop()
+        let requester = UpstreamDirectory.Requester(owner: ObjectIdentifier(owner), lane: lane)
+        let answer = directory.connecting(key, mayBecomeLink: mayBecomeLink, requester: requester)
+        if case .wait = answer { waitingOwners[ObjectIdentifier(owner)] = WeakChannelOwner(owner) }
+        return answer
+    }
+
+    /// The connection `owner`'s `lane` opened for `key` settled: each request that waited for it is told, on the
+    /// next turn of the loop, to acquire again.
+    func settle(_ key: UpstreamKey, owner: UpstreamChannelOwner, lane: Int32) {
+        loop.assertInLoop()
+        let waiters = directory.settle(key, opener: .init(owner: ObjectIdentifier(owner), lane: lane))
+        guard !waiters.isEmpty else { return }
+        loop.execute { [self, waiters] in
+            for waiter in waiters { waitingOwners[waiter.owner]?.owner?.pendingLinkSettled(lane: waiter.lane) }
+            // Owners are kept while any of their requests may still wait; a finished driver's entry goes.
+            if directory.waitingCount == 0 {
+                waitingOwners = [:]
+            } else {
+                waitingOwners = waitingOwners.filter { $0.value.owner != nil }
+            }
+        }
+    }
+
+    /// `owner`'s `lane` no longer waits for `key` (its exchange ended first).
+    func stopWaiting(_ key: UpstreamKey, owner: UpstreamChannelOwner, lane: Int32) {
+        loop.assertInLoop()
+        directory.stopWaiting(key, requester: .init(owner: ObjectIdentifier(owner), lane: lane))
     }
 
     /// Parks an idle HTTP/1.1 connection for later clients, or closes it when the directory does not keep it (a
@@ -129,6 +169,12 @@ final class UpstreamPool: @unchecked Sendable {
         // Unshared links were never offered; they close with their last stream (`isShuttingDown`).
         links = [:]
     }
+}
+
+/// A weak reference to a channel owner (a driver that finished is not kept alive by the requests it left waiting).
+struct WeakChannelOwner {
+    weak var owner: UpstreamChannelOwner?
+    init(_ owner: UpstreamChannelOwner) { self.owner = owner }
 }
 
 /// One idle HTTP/1.1 upstream connection waiting in the pool. While parked it is the connection's

@@ -549,7 +549,10 @@ import Testing
 
     /// `names` without timer commands and client writes: the commands whose order a scenario is about.
     static func outline(_ commands: [ProxyCommand]) -> [String] {
-        names(commands).filter { !$0.hasSuffix("Timer") && !$0.contains("armTimer") && $0 != "writeToClient" }
+        names(commands).filter {
+            !$0.hasSuffix("Timer") && !$0.contains("armTimer") && $0 != "writeToClient"
+                && !$0.hasSuffix("upstreamSettled")
+        }
     }
 
     static func name(_ command: ProxyCommand) -> String {
@@ -559,6 +562,7 @@ import Testing
         case .connectUpstream(let host, let port, _): "connectUpstream(\(host):\(port))"
         case .releaseUpstream: "releaseUpstream"
         case .promoteUpstream: "promoteUpstream"
+        case .upstreamSettled: "upstreamSettled"
         case .writeToUpstream: "writeToUpstream"
         case .sendToUpstreamChannel: "sendToUpstreamChannel"
         case .respond: "respond"

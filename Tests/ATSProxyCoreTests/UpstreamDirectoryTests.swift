@@ -105,4 +105,62 @@ struct UpstreamDirectoryTests {
         #expect(directory.sharedLinkCount == 0)
         #expect(directory.acquire(Self.keyB) { _ in true } == .connect)
     }
+
+    // MARK: - Connects in flight
+
+    final class Owner: Sendable {}
+    static let owners = (Owner(), Owner())
+    static func requester(_ owner: Owner, _ lane: Int32) -> UpstreamDirectory.Requester {
+        .init(owner: ObjectIdentifier(owner), lane: lane)
+    }
+
+    @Test("requests behind a connect in flight wait for it and are handed back when it settles")
+    func waitersAreHandedBackOnSettle() {
+        var directory = UpstreamDirectory(keepsIdle: true)
+        let opener = Self.requester(Self.owners.0, 1)
+        let waiters = [Self.requester(Self.owners.0, 3), Self.requester(Self.owners.1, 0)]
+        #expect(directory.connecting(Self.keyA, mayBecomeLink: true, requester: opener) == .open)
+        for waiter in waiters {
+            #expect(directory.connecting(Self.keyA, mayBecomeLink: true, requester: waiter) == .wait)
+        }
+        // Another key, and a connection that cannot become a link, are not held.
+        #expect(directory.connecting(Self.keyB, mayBecomeLink: true, requester: waiters[0]) == .open)
+        #expect(directory.connecting(Self.keyA1, mayBecomeLink: false, requester: waiters[0]) == .connect)
+        #expect(directory.waitingCount == 2)
+        // Only the opener settles the key.
+        #expect(directory.settle(Self.keyA, opener: waiters[0]).isEmpty)
+        #expect(directory.settle(Self.keyA, opener: opener) == waiters)
+        #expect(directory.settle(Self.keyA, opener: opener).isEmpty)
+        // The key is free again: the next request opens.
+        #expect(directory.connecting(Self.keyA, mayBecomeLink: true, requester: waiters[1]) == .open)
+    }
+
+    @Test("at most maximumWaitersPerPendingLink wait; a waiter that leaves is not handed back")
+    func waitersAreBounded() {
+        var directory = UpstreamDirectory(keepsIdle: true)
+        let opener = Self.requester(Self.owners.0, 0)
+        #expect(directory.connecting(Self.keyA, mayBecomeLink: true, requester: opener) == .open)
+        for lane in 1...Int32(UpstreamDirectory.maximumWaitersPerPendingLink) {
+            #expect(
+                directory.connecting(Self.keyA, mayBecomeLink: true, requester: Self.requester(Self.owners.1, lane))
+                    == .wait)
+        }
+        #expect(
+            directory.connecting(Self.keyA, mayBecomeLink: true, requester: Self.requester(Self.owners.1, 1000))
+                == .connect)
+        directory.stopWaiting(Self.keyA, requester: Self.requester(Self.owners.1, 1))
+        let handedBack = directory.settle(Self.keyA, opener: opener)
+        #expect(handedBack.count == UpstreamDirectory.maximumWaitersPerPendingLink - 1)
+        #expect(!handedBack.contains(Self.requester(Self.owners.1, 1)))
+        #expect(directory.waitingCount == 0)
+    }
+
+    @Test("after shutdown nothing waits")
+    func noWaitingAfterShutdown() {
+        var directory = UpstreamDirectory(keepsIdle: true)
+        _ = directory.shutdown()
+        #expect(
+            directory.connecting(Self.keyA, mayBecomeLink: true, requester: Self.requester(Self.owners.0, 0))
+                == .connect)
+    }
 }

@@ -295,6 +295,38 @@ import Testing
         #expect(Set(stack.origin.events("REQUEST").compactMap { $0["conn"] }).count == 1)
     }
 
+    /// A burst: 30 streams at once from one client, before any upstream connection exists. The first opens one; the
+    /// others wait for it to become a shared link and take channels on it, instead of opening 30 connections.
+    @Test func aBurstOfStreamsSharesTheConnectionOnItsWay() throws {
+        let stack = try H2Stack(alpn: "both", proxyArguments: ["--loops", "1"])
+        let specs = (0..<30).map { ["path": "/tiny?burst=\($0)"] as [String: Any] }
+        let run = try stack.h2client(["requests", "--spec", H2ClientOutput.json(specs)])
+        #expect(run.streams.count == 30, "\(run.text)")
+        #expect(run.streams.allSatisfy { $0["status"] as? Int == 200 }, "\(run.text)")
+        let opened = stack.origin.events("CONNECTION-OPENED")
+        #expect(opened.count == 1, "upstream connections for one burst: \(opened)")
+        #expect(Set(stack.origin.events("REQUEST").compactMap { $0["conn"] }).count == 1)
+    }
+
+    /// The same burst to an origin that speaks HTTP/1.1 only: the waiting streams are released as soon as the first
+    /// handshake says so, and each gets a connection (none waits for another's response).
+    @Test func aBurstToAnHTTP11OriginIsReleasedAtTheHandshake() throws {
+        let stack = try H2Stack(alpn: "http/1.1", proxyArguments: ["--loops", "1"])
+        // Each response takes about a second (three bytes, 500 ms apart).
+        let specs = (0..<8).map { ["path": "/slow?n=3&chunk=1&delay=500&burst=\($0)"] as [String: Any] }
+        let run = try stack.h2client(["requests", "--spec", H2ClientOutput.json(specs)], timeout: 30)
+        #expect(run.streams.count == 8 && run.streams.allSatisfy { $0["status"] as? Int == 200 }, "\(run.text)")
+        let opened = stack.origin.events("CONNECTION-OPENED")
+        #expect(opened.count == 8, "HTTP/1.1 carries one request at a time: \(opened)")
+        #expect(opened.allSatisfy { $0["protocol"] == "http/1.1" })
+        // Every request reached the origin before the first response was complete: no stream waited for another's
+        // response (the origin's log is in order).
+        let lines = stack.origin.lines
+        let firstDone = lines.firstIndex { $0.hasPrefix("RESPONSE-COMPLETE") } ?? lines.count
+        let requestsBefore = lines[..<firstDone].filter { $0.hasPrefix("REQUEST ") }.count
+        #expect(requestsBefore == 8, "\(lines)")
+    }
+
     @Test func aFullUpstreamConnectionGetsASecondOne() throws {
         let stack = try H2Stack(
             alpn: "both", originArguments: ["--max-concurrent-streams", "1"], proxyArguments: ["--loops", "1"])

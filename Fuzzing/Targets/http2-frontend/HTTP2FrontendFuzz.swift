@@ -169,7 +169,7 @@ enum HTTP2FrontendFuzz {
                 closedLanes.insert(lane)
                 origins[lane] = nil
             case .armTimer, .cancelTimer, .pauseUpstreamReads, .resumeUpstreamReads, .pauseClientReads,
-                .resumeClientReads, .log, .writeToClient:
+                .resumeClientReads, .log, .writeToClient, .upstreamSettled:
                 break
             case .stream:
                 FuzzCheck.fail("a nested lane command")

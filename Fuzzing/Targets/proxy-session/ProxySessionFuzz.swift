@@ -257,6 +257,9 @@ enum ProxySessionFuzz {
                 case .promoteUpstream:
                     guard case .tcp = link else { FuzzCheck.fail("promotion of upstream \(link)") }
                     link = .channel(.awaitingHead)
+                case .upstreamSettled:
+                    // Only a connection of the session's own, whose handshake just completed, settles.
+                    guard case .tcp = link else { FuzzCheck.fail("settling of upstream \(link)") }
                 case .writeToUpstream(let bytes):
                     if case .lost = link { break }
                     guard case .tcp = link else {

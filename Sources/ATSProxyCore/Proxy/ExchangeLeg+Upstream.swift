@@ -161,6 +161,8 @@ extension ExchangeLeg {
                 return
             }
             upstream = .ready(key, tls)
+            // Not an HTTP/2 link: requests held for this key in case it became one connect themselves.
+            commands.append(.upstreamSettled)
             flushPendingUpstream()
             drainUpstreamTLS(tls, [])
         }

@@ -602,7 +602,7 @@ final class HTTP2Frontend {
                 // is refused before it reaches a stream) nor closes a client.
                 preconditionFailure("HTTP2Frontend: lane \(lane)'s leg commanded \(command)")
             case .connectUpstream, .writeToUpstream, .sendToUpstreamChannel, .closeUpstream, .armTimer, .cancelTimer,
-                .releaseUpstream, .promoteUpstream:
+                .releaseUpstream, .promoteUpstream, .upstreamSettled:
                 output.commands.append(.stream(lane, command))
             case .pauseClientReads:
                 setReadsPaused(lane: lane, true)

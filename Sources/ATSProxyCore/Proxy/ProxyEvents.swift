@@ -65,6 +65,9 @@ public enum ProxyCommand: Sendable {
     /// The upstream handshake chose h2: move the connection and its TLS engine into a shared HTTP/2 link of
     /// the loop's pool and give the session a channel on it, through which it keeps speaking HTTP/1.1.
     case promoteUpstream(UpstreamLease)
+    /// The upstream handshake of a new connection completed without h2: it will not become a shared HTTP/2 link,
+    /// so requests the loop's pool held for the same key (in case it did) stop waiting and connect themselves.
+    case upstreamSettled
     /// Write bytes to the upstream socket.
     case writeToUpstream([UInt8])
     /// Send request parts on the session's channel of a shared HTTP/2 link (only while the session has one: its

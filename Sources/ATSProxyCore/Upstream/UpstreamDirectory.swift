@@ -13,6 +13,11 @@
 ///   key's oldest) and the loop at most `maximumParked` (one more is refused).
 /// - A link is shared only when its lease is shareable.
 /// - After `shutdown` nothing is parked or shared again.
+/// - A **connect in flight** for a key whose connection may become a shared HTTP/2 link holds the requests for the
+///   same key that come meanwhile (up to `maximumWaitersPerPendingLink`, the number of streams RFC 9113 advises
+///   a peer to allow at least): a burst of streams shares the link once it is up, instead of opening a connection
+///   each. When the opener's connection settles (promoted to a link, HTTP/1.1, failed, gone) the waiters are
+///   handed back, to acquire again.
 ///
 /// Keys are `UpstreamKey`s (host, port, TLS requirements, permissive, HTTP/1.1-only), so a connection judged
 /// under one decision never carries a request decided otherwise. Not thread-safe: one loop owns it.
@@ -41,7 +46,36 @@ public struct UpstreamDirectory {
         case refused
     }
 
+    /// Whoever asked for a connection: its owner (a connection driver) and lane.
+    public struct Requester: Hashable, Sendable {
+        public let owner: ObjectIdentifier
+        public let lane: Int32
+        public init(owner: ObjectIdentifier, lane: Int32) {
+            self.owner = owner
+            self.lane = lane
+        }
+    }
+
+    /// What a request for a key gets when nothing established fits.
+    public enum Connecting: Equatable, Sendable {
+        /// Connect, and settle the key when the connection's protocol is known (the requester is its opener).
+        case open
+        /// Wait: a connection for the key is on its way and may become a shared link.
+        case wait
+        /// Connect (the connection cannot become a shared link, or enough requests wait already).
+        case connect
+    }
+
+    /// A connect in flight that may become a shared link, and who waits for it.
+    struct PendingLink {
+        let opener: Requester
+        var waiters: [Requester]
+    }
+
     public static let defaultMaximumParkedPerKey = 16
+    /// Requests held behind one connect in flight (RFC 9113 §6.5.2 advises at least 100 concurrent streams; the
+    /// opener's own stream is one of them).
+    public static let maximumWaitersPerPendingLink = 99
     public static let defaultMaximumParked = 1024
 
     /// Idle HTTP/1.1 connections kept per key (like URLSession's per-host limit).
@@ -58,6 +92,8 @@ public struct UpstreamDirectory {
     /// Shared links per key, oldest first.
     private var links: [UpstreamKey: [Entry]] = [:]
     private var keyOfLink: [Entry: UpstreamKey] = [:]
+    /// Connects in flight that may become shared links, by key.
+    private var pendingLinks: [UpstreamKey: PendingLink] = [:]
     public private(set) var isShuttingDown = false
 
     public init(
@@ -84,6 +120,41 @@ public struct UpstreamDirectory {
         keyOfParked[entry] = nil
         return .parked(entry)
     }
+
+    /// For a request that `acquire` answered with `connect`: whether `requester` opens the connection (and settles
+    /// it later), waits behind one already on its way, or just connects. `mayBecomeLink`: the connection could
+    /// negotiate h2 (TLS with h2 offered, reusable, not HTTP/1.1-only).
+    public mutating func connecting(_ key: UpstreamKey, mayBecomeLink: Bool, requester: Requester) -> Connecting {
+        guard mayBecomeLink, !isShuttingDown else { return .connect }
+        guard var pending = pendingLinks[key] else {
+            pendingLinks[key] = PendingLink(opener: requester, waiters: [])
+            return .open
+        }
+        guard pending.opener != requester, pending.waiters.count < Self.maximumWaitersPerPendingLink else {
+            return .connect
+        }
+        pending.waiters.append(requester)
+        pendingLinks[key] = pending
+        return .wait
+    }
+
+    /// The opener's connection for `key` settled (became a link, stayed HTTP/1.1, failed or went away): the
+    /// requests that waited for it, to acquire again. Nothing when `requester` is not the key's opener.
+    public mutating func settle(_ key: UpstreamKey, opener requester: Requester) -> [Requester] {
+        guard let pending = pendingLinks[key], pending.opener == requester else { return [] }
+        pendingLinks[key] = nil
+        return pending.waiters
+    }
+
+    /// A waiting request went away before its key settled: it is no longer handed back.
+    public mutating func stopWaiting(_ key: UpstreamKey, requester: Requester) {
+        guard var pending = pendingLinks[key] else { return }
+        pending.waiters.removeAll { $0 == requester }
+        pendingLinks[key] = pending
+    }
+
+    /// How many requests wait behind connects in flight.
+    public var waitingCount: Int { pendingLinks.values.reduce(0) { $0 + $1.waiters.count } }
 
     /// Offers an idle HTTP/1.1 connection for `key` (`shareable`: judged without a reported violation).
     public mutating func park(_ key: UpstreamKey, shareable: Bool) -> Parking {
@@ -136,6 +207,7 @@ public struct UpstreamDirectory {
     /// kept or shared from now on.
     public mutating func shutdown() -> (parked: [Entry], links: [Entry]) {
         isShuttingDown = true
+        // Waiters are not dropped: each opener still settles its key and hands them back, to connect.
         let closing = (parked.values.flatMap { $0 }, links.values.flatMap { $0 })
         parked = [:]
         keyOfParked = [:]
