@@ -22,6 +22,9 @@ public struct WebContent: Sendable {
     public var autoConfig: WebAutoConfig?
     /// The Prometheus metrics served as `/metrics` (nil: that path is 404).
     public var metrics: ProxyMetrics? = nil
+    /// `/api/verify`: the session's loads re-decided under its minimal dictionary (`ats-proxy verify`'s JSON). It may
+    /// contact servers again (TLS failures), so the web server calls it off its loop. Nil: that path is 404.
+    public var verify: (@Sendable () -> Data)? = nil
 
     public init(
         title: String, har: @escaping @Sendable () -> Data, reportJSON: @escaping @Sendable () -> Data,

@@ -100,8 +100,8 @@ enum WebPage {
         </div><style id="colstyle"></style>
         <main><div class="left"><div class="list"><table><thead><tr><th>time</th><th class="wide c-source">source</th><th>method</th><th>URL</th><th class="wide c-protocol">protocol</th><th class="c-status">status</th><th>outcome</th><th>code</th><th class="wide c-ms">ms</th><th class="wide c-up">up</th><th class="wide c-down">down</th></tr></thead>
         <tbody id="rows"></tbody></table></div>
-        <section class="dict"><h2>Minimal NSAppTransportSecurity for this session <button class="copy" id="copy" type="button">Copy</button></h2>
-        <pre id="dictionary" class="muted">waiting for traffic…</pre></section></div>
+        <section class="dict"><h2>Minimal NSAppTransportSecurity for this session <button class="copy" id="copy" type="button">Copy</button> <button class="copy" id="verify" type="button" title="Re-decide every load of this session under this dictionary (TLS failures are checked against the server again)">Verify</button></h2>
+        <pre id="dictionary" class="muted">waiting for traffic…</pre><pre id="verified" hidden></pre></section></div>
         <aside><div id="detail"><p class="muted">Select a request to see its headers, the ATS rule that decided it, the Info.plist fix, TLS facts and console lines.</p></div></aside></main>
         <script>
         "use strict";
@@ -209,6 +209,12 @@ enum WebPage {
         clearedThrough=max;flows.clear();held=[];rows.textContent="";selected=null;updateCounts();});
         document.getElementById("copy").addEventListener("click",()=>{const t=document.getElementById("dictionary").textContent;
         if(navigator.clipboard)navigator.clipboard.writeText(t);else{const r=document.createRange();r.selectNodeContents(document.getElementById("dictionary"));const s=getSelection();s.removeAllRanges();s.addRange(r);}});
+        document.getElementById("verify").addEventListener("click",()=>{const out=document.getElementById("verified");
+        out.hidden=false;out.textContent="verifying…";
+        fetch("/api/verify").then(r=>r.json()).then(v=>{if(v.error){out.textContent=v.error;return;}
+        out.textContent=v.loads.map(l=>(l.result==="pass"?"PASS ":l.result==="fail"?"FAIL ":"SKIP ")+l.url+(l.code?" "+l.code:"")+": "+l.reason).join("\n")+
+        "\n"+v.passed+" pass, "+v.failed+" still fail, "+v.skipped+" not decided by Info.plist";out.dataset.failed=String(v.failed);})
+        .catch(e=>{out.textContent="verify failed: "+e;});});
         connect();updateCounts();
         })();
         </script>

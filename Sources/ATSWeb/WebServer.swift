@@ -201,6 +201,21 @@ public final class WebServer: @unchecked Sendable {
                 WebResponse(
                     status: 200, reason: "OK", contentType: "application/x-pem-file", body: content.caPEM,
                     fileName: "ats-proxy-ca.pem"), head)
+        case "/api/verify":
+            guard let verify = content.verify else {
+                return finish(connection, .text(404, "Not Found", "ats-proxy web view: no such page\n"), head)
+            }
+            // Re-checking TLS failures contacts servers: off the web loop, answered on it when done.
+            let loop = loop
+            DispatchQueue.global().async { [self] in
+                let body = verify()
+                loop.execute { [self] in
+                    finish(
+                        connection,
+                        WebResponse(status: 200, reason: "OK", contentType: "application/json", body: Array(body)),
+                        head)
+                }
+            }
         case ProxyAutoConfig.path:
             guard let autoConfig = content.autoConfig else {
                 return finish(connection, .text(404, "Not Found", "ats-proxy web view: no such page\n"), head)

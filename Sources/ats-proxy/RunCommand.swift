@@ -375,13 +375,17 @@ struct ProxyOptions: ParsableArguments {
             certificate: authority.certificate, proxyAddresses: Self.reachableAddresses(addresses),
             lanAddresses: NetworkInterfaces.lanIPv4Addresses().map(\.description))
         let webAutoConfig = WebAutoConfig(autoConfig: ProxyAutoConfig(filter: settings.hostFilter))
+        var resolverOverrides = ResolverOverrides()
+        for entry in resolve { try resolverOverrides.addResolve(entry) }
+        for file in hostsFile { try resolverOverrides.addHostsFile(path: file) }
         if let observation {
             try observation.startWeb(
                 report: sessionReport, makeReport: { SessionReport(snapshot: snapshot, source: loaded) },
                 ignored: { [hostFilter = settings.hostFilter] in hostFilter.ignored },
                 title: "\(loaded.summary) · \(snapshot.evaluator.options.platform) · \(mode)",
                 caPEM: onboarding.caPEM, allowList: allowClients.isEmpty ? nil : ClientAllowList(parsing: allowClients),
-                backend: eventLoop, autoConfig: webAutoConfig)
+                backend: eventLoop, autoConfig: webAutoConfig,
+                recheck: Self.recheck(upstreamTLS, overrides: resolverOverrides, timeout: connectTimeout))
             onboarding.flowsURL = observation.webURL
         }
         let services = ProxyServices(
@@ -391,9 +395,6 @@ struct ProxyOptions: ParsableArguments {
             // TLS to the proxy itself: the same leaves, HTTP/1.1 only, its keys in --keylog like the other legs.
             proxyTLS: try ServerTLSContext(
                 leaves: leaves, alpn: ServerTLSContext.preferring(["http/1.1"]), keyLog: observation?.keyLog))
-        var resolverOverrides = ResolverOverrides()
-        for entry in resolve { try resolverOverrides.addResolve(entry) }
-        for file in hostsFile { try resolverOverrides.addHostsFile(path: file) }
         var configuration = ProxyServer.Configuration(listen: addresses)
         configuration.maxConnections = maxConnections
         configuration.connectTimeout = .milliseconds(Int(connectTimeout * 1000))
@@ -422,6 +423,19 @@ struct ProxyOptions: ParsableArguments {
             authority: authority,
             loaded: loaded, snapshot: snapshot, stats: stats, report: sessionReport, reportDirectory: report,
             observation: observation, ctLine: ct.bannerLine, baseline: baseline, ledger: ledger)
+    }
+
+    /// The page's verify action's check of a TLS failure: the proxy's own upstream TLS client and name overrides,
+    /// on a connection of its own (as `ats-proxy verify` checks).
+    static func recheck(
+        _ client: UpstreamTLSClient, overrides: ResolverOverrides, timeout: Double
+    ) -> @Sendable (RequestTarget, PolicyContext) -> UpstreamVerdict {
+        let checker = UpstreamChecker(client: client)
+        return { target, policy in
+            let transport = UpstreamProbeTransport(
+                host: target.host, port: UInt16(target.port), overrides: overrides, timeout: timeout)
+            return checker.check(target, policy: policy, transport: transport)
+        }
     }
 
     /// The environment variable with `user:password` for an upstream proxy whose URL carries none.

@@ -1,3 +1,4 @@
+import ATSPolicy
 import ATSProxyCore
 import ATSProxyIO
 import ATSReport
@@ -70,10 +71,13 @@ final class SessionObservation: @unchecked Sendable {
     ///   - autoConfig: `/proxy.pac` on the web view (its listener addresses are set once the proxy is bound).
     ///   - ignored: the host filter's count of connections left alone so far, which the downloads show as
     ///     the report written at exit does.
+    ///   - recheck: the upstream check `/api/verify` runs again for a TLS failure (as `ats-proxy verify` does); nil:
+    ///     the page has no verify action.
     func startWeb(
         report: SessionReport?, makeReport: @escaping @Sendable () -> SessionReport,
         ignored: @escaping @Sendable () -> HostFilter.Ignored, title: String, caPEM: [UInt8],
-        allowList: ClientAllowList?, backend: EventLoopBackend, autoConfig: WebAutoConfig? = nil
+        allowList: ClientAllowList?, backend: EventLoopBackend, autoConfig: WebAutoConfig? = nil,
+        recheck: (@Sendable (RequestTarget, PolicyContext) -> UpstreamVerdict)? = nil
     ) throws {
         guard let webAddress, let store else { return }
         let source =
@@ -91,6 +95,9 @@ final class SessionObservation: @unchecked Sendable {
             caPEM: caPEM)
         content.autoConfig = autoConfig
         content.metrics = metrics
+        if let recheck {
+            content.verify = { Self.verification(of: report().document(), recheck: recheck) }
+        }
         let server = WebServer(configuration: configuration, store: store, content: content, backend: backend)
         do {
             webBound = try server.start()
@@ -98,6 +105,22 @@ final class SessionObservation: @unchecked Sendable {
             throw CLIError.usage("--web \(webAddress): \(error)")
         }
         web = server
+    }
+
+    /// `/api/verify`: the session's loads re-decided under its own minimal dictionary, as `ats-proxy verify --format
+    /// json` writes them (a JSON object with an `error` when the report cannot be verified).
+    static func verification(
+        of document: SessionReportDocument,
+        recheck: @escaping @Sendable (RequestTarget, PolicyContext) -> UpstreamVerdict
+    ) -> Data {
+        guard let options = SessionVerifier.options(of: document),
+            let configuration = SessionVerifier.minimalConfiguration(of: document)
+        else { return Data(#"{"error":"the session's platform or minimal dictionary does not parse"}"#.utf8) }
+        let verifier = SessionVerifier(
+            document: document, configuration: configuration, options: options, recheck: recheck)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(verifier.verify(candidate: "the session's minimal dictionary"))) ?? Data("{}".utf8)
     }
 
     /// Writes the HAR (when --har was given); failures are printed, not fatal.

@@ -107,6 +107,10 @@ import Testing
         let dictionary = try #require(result["dictionary"] as? String)
         #expect(dictionary.contains("plain.example.test"), "\(dictionary)")
         #expect(dictionary.contains("NSExceptionAllowsInsecureHTTPLoads"))
+        // The Verify button: every load re-decided under that dictionary; the blocked one now passes.
+        let verifiedText = result["verified"] as? String ?? ""
+        #expect(verifiedText.contains("PASS \(stack.plain)/hello"), "\(verifiedText)")
+        #expect(verifiedText.contains("0 still fail"), "\(verifiedText)")
 
         // At 900 px (beside the Simulator): the outcome and code stay in view, optional columns give way, the detail
         // pane sits below the list, nothing scrolls sideways.
@@ -169,6 +173,17 @@ import Testing
         #expect(ca.body == FileManager.default.contents(atPath: stack.proxy.caPath))
 
         #expect(try Curl.fetch("\(base)/nothing", proxy: nil).httpCode == 404)
+
+        // The page's Verify action: the session's loads re-decided under its own minimal dictionary. The blocked
+        // cleartext load passes under it (the dictionary adds its exception).
+        let verified = try Curl.fetch("\(base)/api/verify", proxy: nil)
+        #expect(verified.httpCode == 200, "\(verified.bodyText)")
+        let verification = try #require(try JSONSerialization.jsonObject(with: verified.body) as? [String: Any])
+        let loads = verification["loads"] as? [[String: Any]] ?? []
+        let plainLoad = loads.first { ($0["url"] as? String)?.hasPrefix(stack.plain) == true }
+        #expect(plainLoad?["result"] as? String == "pass", "\(verification)")
+        #expect(verification["failed"] as? Int == 0, "\(verification)")
+        #expect(verification["candidate"] as? String == "the session's minimal dictionary")
         // Through the proxy: the onboarding name leads to the page, which the proxy then fetches like any load.
         let hop = try Curl.fetch("http://ats-proxy.invalid/flows", proxy: stack.proxy, directory: stack.directory)
         #expect(hop.httpCode == 200)

@@ -181,6 +181,10 @@ def main():
         browser.wait_for(f"document.getElementById('dictionary').textContent.includes({expected})",
                          args.timeout, f"the minimal dictionary to mention {args.expect_dictionary}")
         result["dictionary"] = browser.evaluate("document.getElementById('dictionary').textContent")
+        browser.evaluate("document.getElementById('verify').click()")
+        browser.wait_for("document.getElementById('verified').textContent.includes('still fail')", args.timeout,
+                         "the verify action")
+        result["verified"] = browser.evaluate("document.getElementById('verified').textContent")
         shot = browser.send("Page.captureScreenshot", {"format": "png"})
         with open(args.screenshot, "wb") as handle:
             handle.write(base64.b64decode(shot["data"]))
