@@ -60,7 +60,7 @@ struct ProxyOptions: ParsableArguments {
     var proxyAuth: String?
 
     @Option(name: .long, help: "Request source: auto (from User-Agent), urlsession, webkit or media.")
-    var source: String = "auto"
+    var source: SourceOption = .auto
 
     @Option(name: .long, help: "Port the https:// twin is fetched from with --cleartext upgrade.")
     var upgradePort = 443
@@ -128,7 +128,7 @@ struct ProxyOptions: ParsableArguments {
     @Option(
         name: .long,
         help: "HTTP/2 in ALPN: on (clients and origins, default), client, upstream or off (HTTP/1.1 only).")
-    var http2 = "on"
+    var http2: HTTP2Setting = .on
 
     @Option(name: .long, help: "CFNETWORK_DIAGNOSTICS level 0-3.")
     var diagnostics = 1
@@ -208,12 +208,6 @@ struct ProxyOptions: ParsableArguments {
 
     func validate() throws {
         guard (0...3).contains(diagnostics) else { throw ValidationError("--diagnostics must be 0, 1, 2 or 3") }
-        guard ["on", "client", "upstream", "off"].contains(http2) else {
-            throw ValidationError("--http2 must be on, client, upstream or off")
-        }
-        guard ["auto", "urlsession", "webkit", "media"].contains(source) else {
-            throw ValidationError("--source must be auto, urlsession, webkit or media")
-        }
         for text in listen where ListenAddress(parsing: text) == nil {
             throw ValidationError("--listen '\(text)' is not HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080)")
         }
@@ -329,8 +323,8 @@ struct ProxyOptions: ParsableArguments {
             path: logFile, observer: observer)
         let (authority, caPath, caNote) = try loadAuthority()
         let leaves = try LeafCertificateCache(authority: authority)
-        let clientH2 = http2 == "on" || http2 == "client"
-        let upstreamH2 = http2 == "on" || http2 == "upstream"
+        let clientH2 = http2.offersToClients
+        let upstreamH2 = http2.offersToOrigins
         let serverTLS = try ServerTLSContext(
             leaves: leaves, alpn: ServerTLSContext.preferring(clientH2 ? ["h2", "http/1.1"] : ["http/1.1"]),
             keyLog: observation?.keyLog)
@@ -351,7 +345,7 @@ struct ProxyOptions: ParsableArguments {
             }
             settings.proxyCredentials = credentials
         }
-        settings.source = source == "auto" ? .auto : .fixed(RequestSource(rawValue: source) ?? .urlsession)
+        settings.source = source.setting
         settings.passthroughHosts = passthrough
         settings.passthroughPinnedDomains = !interceptPinned
         settings.hostFilter = try makeHostFilter()

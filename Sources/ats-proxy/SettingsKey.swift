@@ -145,10 +145,8 @@ struct SettingsKey: Sendable {
         "listen": ("HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080)", { ListenAddress(parsing: $0) != nil }),
         "web": ("HOST:PORT (e.g. 127.0.0.1:8081)", { ListenAddress(parsing: $0) != nil }),
         "diagnostics": ("0, 1, 2 or 3", { ["0", "1", "2", "3"].contains($0) }),
-        "http2": ("one of on, client, upstream, off", { ["on", "client", "upstream", "off"].contains($0) }),
-        "source": (
-            "one of auto, urlsession, webkit, media", { ["auto", "urlsession", "webkit", "media"].contains($0) }
-        ),
+        "http2": (HTTP2Setting.choices, { HTTP2Setting(rawValue: $0) != nil }),
+        "source": (SourceOption.choices, { SourceOption(rawValue: $0) != nil }),
     ]
 }
 

@@ -36,10 +36,11 @@ final class HTTP2Frontend {
         case ended
     }
 
-    /// One lane's leg, boxed: the frontend reads and changes it in place through the reference. Read out of the
-    /// dictionary by value (`lanes[lane] != nil`, `lanes[lane]!.signals`), a leg was copied whole, every reference
-    /// in it retained and released: 0.3% of the h2 profile in that copy alone, plus its reference counting.
-    final class Lane {
+    /// One lane's leg, boxed (the driver's `Lane` is the same lane's sockets and timer): the frontend reads and
+    /// changes it in place through the reference. Read out of the dictionary by value (`lanes[lane] != nil`,
+    /// `lanes[lane]!.signals`), a leg was copied whole, every reference in it retained and released: 0.3% of the h2
+    /// profile in that copy alone, plus its reference counting.
+    final class LegBox {
         var leg: ExchangeLeg
         init(_ leg: ExchangeLeg) { self.leg = leg }
     }
@@ -95,7 +96,7 @@ final class HTTP2Frontend {
     var tunnelHost: String { tunnel.host }
     var tunnelPort: Int { tunnel.port }
     var streams: [Int32: Stream] = [:]
-    var lanes: [Int32: Lane] = [:]
+    var lanes: [Int32: LegBox] = [:]
     /// Which stream each busy lane serves.
     var laneStream: [Int32: Int32] = [:]
     var idleLanes: [Int32] = []
@@ -547,7 +548,7 @@ final class HTTP2Frontend {
         }
         let lane = nextLane
         nextLane += 1
-        lanes[lane] = Lane(template)
+        lanes[lane] = LegBox(template)
         return lane
     }
 
