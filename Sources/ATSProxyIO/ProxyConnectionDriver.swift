@@ -309,7 +309,9 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         }
     }
 
-    private func connectUpstream(lane: Lane, host: String, port: Int, reuse: UpstreamKey?) {
+    /// `mayWait`: the request may wait behind a connect in flight for its key (false once such a connect settled
+    /// without becoming a link: it connects at once).
+    private func connectUpstream(lane: Lane, host: String, port: Int, reuse: UpstreamKey?, mayWait: Bool = true) {
         closeUpstream(lane)
         let id = lane.id
         if let reuse, !finished, let acquired = pool.acquire(reuse, owner: self, lane: id) {
@@ -326,7 +328,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
             }
             return
         }
-        if let reuse, !finished {
+        if let reuse, !finished, mayWait {
             switch pool.connecting(reuse, mayBecomeLink: mayBecomeLink(reuse), owner: self, lane: id) {
             case .wait:
                 lane.waiting = (reuse, host, port)
@@ -359,12 +361,12 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         key.requirements != nil && !key.http1Only && session.services.upstreamTLS.alpn.contains("h2")
     }
 
-    /// The connection the lane opened settled (a link, HTTP/1.1, failed, gone): requests that waited for it
-    /// acquire again. Idempotent.
-    private func settleOpening(_ lane: Lane) {
+    /// The connection the lane opened settled (`linked`: promoted to a shared link; otherwise HTTP/1.1, failed or
+    /// gone): requests that waited for it acquire again. Idempotent.
+    private func settleOpening(_ lane: Lane, linked: Bool = false) {
         guard let key = lane.opening else { return }
         lane.opening = nil
-        pool.settle(key, owner: self, lane: lane.id)
+        pool.settle(key, owner: self, lane: lane.id, linked: linked)
     }
 
     /// The lane stops waiting behind another lane's connect (its exchange is over). Idempotent.
@@ -447,7 +449,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
             // Started only now that the lane knows its channel: whatever the link reports at once reaches it.
             link.start()
             // The link is offered now: the requests that waited for it get channels on it.
-            settleOpening(lane)
+            settleOpening(lane, linked: true)
         } else {
             settleOpening(lane)
             run(lane: lane.id, .upstreamReset)
@@ -562,10 +564,10 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
         run(lane: id, code == .http11Required ? .upstreamRequiresHTTP11 : .upstreamReset)
     }
 
-    func pendingLinkSettled(lane id: Int32) {
+    func pendingLinkSettled(lane id: Int32, linked: Bool) {
         guard !finished, let lane = lanes[id], let waiting = lane.waiting else { return }
         lane.waiting = nil
-        connectUpstream(lane: lane, host: waiting.host, port: waiting.port, reuse: waiting.key)
+        connectUpstream(lane: lane, host: waiting.host, port: waiting.port, reuse: waiting.key, mayWait: linked)
     }
 
     func channelWritable(lane id: Int32, _ writable: Bool) {

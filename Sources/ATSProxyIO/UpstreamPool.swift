@@ -11,9 +11,11 @@ protocol UpstreamChannelOwner: AnyObject {
     func channelReset(lane: Int32, code: HTTP2ErrorCode)
     /// Request-body back-pressure of the channel: stop (false) or resume (true) feeding it.
     func channelWritable(lane: Int32, _ writable: Bool)
-    /// The connect in flight that `lane` waited behind settled: acquire again (a channel of the new link, or a
-    /// connection of its own). Called on a later turn of the loop, never from inside the settling call.
-    func pendingLinkSettled(lane: Int32)
+    /// The connect in flight that `lane` waited behind settled: acquire again. `linked`: it became a shared link
+    /// (take a channel on it); otherwise it will not (connect without waiting again, so the waiters of an HTTP/1.1
+    /// or unreachable origin do not queue behind each other). Called on a later turn of the loop, never from inside
+    /// the settling call.
+    func pendingLinkSettled(lane: Int32, linked: Bool)
 }
 
 /// The upstream connections of one event loop that outlive the sessions that opened them: idle HTTP/1.1
@@ -83,20 +85,18 @@ final class UpstreamPool: @unchecked Sendable {
         return answer
     }
 
-    /// The connection `owner`'s `lane` opened for `key` settled: each request that waited for it is told, on the
-    /// next turn of the loop, to acquire again.
-    func settle(_ key: UpstreamKey, owner: UpstreamChannelOwner, lane: Int32) {
+    /// The connection `owner`'s `lane` opened for `key` settled (`linked`: it became a shared link): each request
+    /// that waited for it is told, on the next turn of the loop, to acquire again.
+    func settle(_ key: UpstreamKey, owner: UpstreamChannelOwner, lane: Int32, linked: Bool) {
         loop.assertInLoop()
         let waiters = directory.settle(key, opener: .init(owner: ObjectIdentifier(owner), lane: lane))
         guard !waiters.isEmpty else { return }
-        loop.execute { [self, waiters] in
-            for waiter in waiters { waitingOwners[waiter.owner]?.owner?.pendingLinkSettled(lane: waiter.lane) }
-            // Owners are kept while any of their requests may still wait; a finished driver's entry goes.
-            if directory.waitingCount == 0 {
-                waitingOwners = [:]
-            } else {
-                waitingOwners = waitingOwners.filter { $0.value.owner != nil }
-            }
+        // The owners are looked up now (weakly): another settle on this turn must not be able to lose them.
+        let told = waiters.map { (owner: waitingOwners[$0.owner] ?? WeakChannelOwner(nil), lane: $0.lane) }
+        // Entries of drivers that are gone are dropped; live ones stay while they may wait again.
+        waitingOwners = waitingOwners.filter { $0.value.owner != nil }
+        loop.execute { [told] in
+            for waiter in told { waiter.owner.owner?.pendingLinkSettled(lane: waiter.lane, linked: linked) }
         }
     }
 
@@ -172,9 +172,11 @@ final class UpstreamPool: @unchecked Sendable {
 }
 
 /// A weak reference to a channel owner (a driver that finished is not kept alive by the requests it left waiting).
-struct WeakChannelOwner {
+/// Loop-confined like the pool and its owners (the invariant behind `@unchecked Sendable`: it only crosses into a
+/// closure the same loop runs).
+struct WeakChannelOwner: @unchecked Sendable {
     weak var owner: UpstreamChannelOwner?
-    init(_ owner: UpstreamChannelOwner) { self.owner = owner }
+    init(_ owner: UpstreamChannelOwner?) { self.owner = owner }
 }
 
 /// One idle HTTP/1.1 upstream connection waiting in the pool. While parked it is the connection's

@@ -156,9 +156,12 @@ enum WebPage {
         document.getElementById("colstyle").textContent=hiddenCols().map(c=>".c-"+c+"{display:none!important}").join("");}
         function shellQuote(t){return "'"+String(t).replace(/'/g,"'\\''")+"'";}
         const skipHeaders=new Set(["host","content-length","connection","proxy-connection","proxy-authorization","keep-alive","te","transfer-encoding","upgrade"]);
-        function curlCommand(o){const parts=["curl","-x",shellQuote("http://"+proxyAddress)];
+        function curlCommand(o){
+        if(o.method==="CONNECT")return "(a tunnel that carried no request: no curl command repeats it)";
+        const parts=["curl","-x",shellQuote("http://"+proxyAddress)];
+        if(o.requestHeaders.some(h=>h[0].toLowerCase()==="proxy-authorization"))parts.push("--proxy-user","'USER:PASSWORD'");
         if(o.url.startsWith("https:"))parts.push("--cacert","ats-proxy-ca.pem");
-        if(o.method!=="GET")parts.push("-X",shellQuote(o.method));
+        if(o.method==="HEAD")parts.push("-I");else if(o.method!=="GET")parts.push("-X",shellQuote(o.method));
         for(const h of o.requestHeaders){if(skipHeaders.has(h[0].toLowerCase())||String(h[1]).startsWith("<redacted"))continue;parts.push("-H",shellQuote(h[0]+": "+h[1]));}
         parts.push(shellQuote(o.url));return parts.join(" ");}
         function section(title,body){const h=el("h2","",title);detail.append(h);if(body)detail.append(body);}
@@ -209,9 +212,9 @@ enum WebPage {
         clearedThrough=max;flows.clear();held=[];rows.textContent="";selected=null;updateCounts();});
         document.getElementById("copy").addEventListener("click",()=>{const t=document.getElementById("dictionary").textContent;
         if(navigator.clipboard)navigator.clipboard.writeText(t);else{const r=document.createRange();r.selectNodeContents(document.getElementById("dictionary"));const s=getSelection();s.removeAllRanges();s.addRange(r);}});
-        document.getElementById("verify").addEventListener("click",()=>{const out=document.getElementById("verified");
-        out.hidden=false;out.textContent="verifying…";
-        fetch("/api/verify").then(r=>r.json()).then(v=>{if(v.error){out.textContent=v.error;return;}
+        document.getElementById("verify").addEventListener("click",(e)=>{const out=document.getElementById("verified");const button=e.target;
+        if(button.disabled)return;button.disabled=true;out.hidden=false;out.textContent="verifying…";
+        fetch("/api/verify",{method:"POST",headers:{"X-ATS-Proxy-Action":"verify"}}).then(r=>r.json()).finally(()=>{button.disabled=false;}).then(v=>{if(v.error){out.textContent=v.error;return;}
         out.textContent=v.loads.map(l=>(l.result==="pass"?"PASS ":l.result==="fail"?"FAIL ":"SKIP ")+l.url+(l.code?" "+l.code:"")+": "+l.reason).join("\n")+
         "\n"+v.passed+" pass, "+v.failed+" still fail, "+v.skipped+" not decided by Info.plist";out.dataset.failed=String(v.failed);})
         .catch(e=>{out.textContent="verify failed: "+e;});});

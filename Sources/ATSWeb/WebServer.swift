@@ -71,6 +71,10 @@ public final class WebServer: @unchecked Sendable {
     let group: EventLoopGroup
     /// The loop every web connection, timer and subscriber lives on.
     public let loop: EventLoop
+    /// Requests for `/api/verify` waiting for the run in flight (loop-confined).
+    private var verifyWaiting: [(TCPConnection, HTTPRequestHead)] = []
+    /// Where `/api/verify` runs: off the loop, one at a time.
+    private let verifyQueue = DispatchQueue(label: "ats-proxy.web.verify")
     private var listener: TCPListener?
     private var subscribers: [UInt64: Subscriber] = [:]
     private var flushScheduled = false
@@ -129,7 +133,9 @@ public final class WebServer: @unchecked Sendable {
     /// Answers one request head on `connection` (called by `WebConnection`, on the loop).
     func respond(to head: HTTPRequestHead, on connection: TCPConnection, lastEventID: Int?) {
         loop.assertInLoop()
-        guard head.method == "GET" || head.method == "HEAD" else {
+        // GET and HEAD everywhere; POST only for the page's one action (`/api/verify`, checked there).
+        let isVerify = head.target.description.hasPrefix("/api/verify") && head.method == "POST"
+        guard head.method == "GET" || head.method == "HEAD" || isVerify else {
             return finish(connection, .text(405, "Method Not Allowed", "ats-proxy web view: GET only\n"), head)
         }
         guard Self.isAcceptableHost(head.headers.first("host")) else {
@@ -205,15 +211,28 @@ public final class WebServer: @unchecked Sendable {
             guard let verify = content.verify else {
                 return finish(connection, .text(404, "Not Found", "ats-proxy web view: no such page\n"), head)
             }
-            // Re-checking TLS failures contacts servers: off the web loop, answered on it when done.
+            // It contacts servers again: only the page's own POST (a custom header makes a browser ask first, so
+            // another site cannot start it), and one run at a time whose answer every request waiting gets.
+            guard head.method == "POST", head.headers.first("X-ATS-Proxy-Action") == "verify" else {
+                return finish(
+                    connection,
+                    .text(405, "Method Not Allowed", "ats-proxy web view: POST with X-ATS-Proxy-Action: verify\n"),
+                    head)
+            }
+            verifyWaiting.append((connection, head))
+            guard verifyWaiting.count == 1 else { return }
             let loop = loop
-            DispatchQueue.global().async { [self] in
+            verifyQueue.async { [self] in
                 let body = verify()
                 loop.execute { [self] in
-                    finish(
-                        connection,
-                        WebResponse(status: 200, reason: "OK", contentType: "application/json", body: Array(body)),
-                        head)
+                    let waiting = verifyWaiting
+                    verifyWaiting = []
+                    for (connection, head) in waiting {
+                        finish(
+                            connection,
+                            WebResponse(status: 200, reason: "OK", contentType: "application/json", body: Array(body)),
+                            head)
+                    }
                 }
             }
         case ProxyAutoConfig.path:

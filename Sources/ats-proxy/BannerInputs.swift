@@ -74,9 +74,7 @@ enum BannerInputs {
     /// `value` with a URL's user information hidden (an upstream proxy's credentials never reach the log), and the
     /// password of `--proxy-auth` left out.
     static func redacted(_ name: String, _ value: String) -> String {
-        if name == "proxy-auth" {
-            return "user \(value.prefix { $0 != ":" }), password hidden"
-        }
+        if SettingsKey.secretKeys.contains(name) { return SettingsKey.hidingPassword(value) }
         guard let scheme = value.range(of: "://"), let at = value[scheme.upperBound...].firstIndex(of: "@") else {
             return value
         }

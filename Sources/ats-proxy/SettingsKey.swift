@@ -182,7 +182,18 @@ extension SettingsKey {
             name: name, scope: scope, shape: .single, isPath: isPath, configType: Self.configType(Value.self),
             expected: format?.expected ?? Self.expected(Value.self),
             accepts: { Value(argument: $0) != nil && format?.accepts($0) != false },
-            describe: { options in options[keyPath: path].map(Self.text) ?? "(none)" })
+            describe: { options in
+                guard let value = options[keyPath: path] else { return "(none)" }
+                return Self.secretKeys.contains(name) ? Self.hidingPassword(Self.text(value)) : Self.text(value)
+            })
+    }
+
+    /// Keys whose value holds a password: `settings show` prints the user only.
+    static let secretKeys: Set<String> = ["proxy-auth"]
+
+    /// `user X, password hidden` for `user:password`.
+    static func hidingPassword(_ value: String) -> String {
+        "user \(value.prefix { $0 != ":" }), password hidden"
     }
 
     /// A repeatable option.

@@ -96,7 +96,12 @@ import Testing
             (Self.greeting + [0x05, 0x01, 0x00, 0x09, 1, 2], Self.selected + [0x05, 0x08], "address type 9"),
             (Self.greeting + [0x05, 0x01, 0x00, 0x03, 0x00, 0, 80], Self.selected + [0x05, 0x01], "empty domain"),
             (Self.greeting + [0x04, 0x01, 0x00, 0x01], Self.selected + [0x05, 0x01], "version byte 4"),
-            (Self.greeting + request(domain: "a b", port: 80), Self.selected + [0x05, 0x01], "not printable"),
+            (Self.greeting + request(domain: "a b", port: 80), Self.selected + [0x05, 0x01], "not a host name"),
+            (
+                Self.greeting + request(domain: "x@pinned.example", port: 443), Self.selected + [0x05, 0x01],
+                "not a host name"
+            ),
+            (Self.greeting + request(domain: "127.0.0.1/", port: 80), Self.selected + [0x05, 0x01], "not a host name"),
             (Self.greeting + request(domain: "a.test", port: 0), Self.selected + [0x05, 0x01], "port 0"),
         ] as [([UInt8], [UInt8], String)])
     func refusedInputs(input: [UInt8], replyPrefix: [UInt8], reason: String) {

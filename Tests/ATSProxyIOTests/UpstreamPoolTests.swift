@@ -103,7 +103,7 @@ import Testing
         func channelParts(lane: Int32, _ parts: [HTTPPart]) {}
         func channelReset(lane: Int32, code: HTTP2ErrorCode) {}
         func channelWritable(lane: Int32, _ writable: Bool) {}
-        func pendingLinkSettled(lane: Int32) {}
+        func pendingLinkSettled(lane: Int32, linked: Bool) {}
     }
 }
 

@@ -176,7 +176,9 @@ import Testing
 
         // The page's Verify action: the session's loads re-decided under its own minimal dictionary. The blocked
         // cleartext load passes under it (the dictionary adds its exception).
-        let verified = try Curl.fetch("\(base)/api/verify", proxy: nil)
+        #expect(try Curl.fetch("\(base)/api/verify", proxy: nil).httpCode == 405, "a plain GET starts no run")
+        let verified = try Curl.fetch(
+            "\(base)/api/verify", proxy: nil, arguments: ["-X", "POST", "-H", "X-ATS-Proxy-Action: verify"])
         #expect(verified.httpCode == 200, "\(verified.bodyText)")
         let verification = try #require(try JSONSerialization.jsonObject(with: verified.body) as? [String: Any])
         let loads = verification["loads"] as? [[String: Any]] ?? []

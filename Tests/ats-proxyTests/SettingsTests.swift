@@ -39,6 +39,18 @@ enum Invocation {
 
 /// Settings file and `ATS_PROXY_*` environment: precedence, discovery, paths and bad input.
 @Suite struct SettingsTests {
+    /// `--proxy-auth`'s password never appears in `settings show` (text or JSON), from a file or a variable.
+    @Test func settingsShowHidesTheProxyPassword() throws {
+        let directory = try TemporaryDirectory("settings-secret")
+        _ = try directory.write("ats-proxy.yaml", "proxy-auth: carol:from-the-file\n")
+        let fromFile = try Invocation.settings(in: directory.path, environment: [:])
+        #expect(fromFile["proxy-auth"]?.value == "user carol, password hidden", "\(fromFile)")
+        let text = try Invocation.run(
+            ["settings", "show"], in: directory.path, environment: ["ATS_PROXY_PROXY_AUTH": "alice:s3cr:et"])
+        #expect(text.stdout.contains("user alice, password hidden"), "\(text.stdout)")
+        #expect(!text.stdout.contains("s3cr") && !text.stdout.contains("from-the-file"), "\(text.stdout)")
+    }
+
     @Test func precedenceIsFlagsThenEnvironmentThenFileThenDefaults() throws {
         let directory = try TemporaryDirectory("settings")
         _ = try directory.write(

@@ -221,9 +221,11 @@ public struct SOCKS5Negotiation: Sendable {
             host = SOCKS5Target.ipv6Text(Array(address))
         default:
             let name = address.dropFirst()
-            guard name.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            // The rule an HTTP CONNECT authority meets: a name a resolver takes and a leaf can carry (no userinfo,
+            // path or percent-encoding that filters would read one way and the policy another).
+            guard HTTP1Authority.isHostName(name) else {
                 return .invalid(
-                    "SOCKS5 request with a domain name that is not printable ASCII",
+                    "SOCKS5 request for '\(String(decoding: name.prefix(64), as: UTF8.self).filter { $0.isASCII && !$0.isNewline })', which is not a host name",
                     reply: SOCKS5Reply.bytes(.generalFailure))
             }
             host = String(decoding: name, as: UTF8.self)
