@@ -172,6 +172,7 @@ enum ReportHTMLWriter {
         .stat.good .n { color: var(--good); }
         .badge { display: inline-block; font-size: 0.75em; font-weight: 600; padding: 1px 7px; border-radius: 10px; color: #fff; background: #666; vertical-align: middle; }
         .badge.bad { background: var(--bad); } .badge.warn { background: var(--warn); } .badge.good { background: var(--good); }
+        .badge.bad, .badge.warn, .badge.good { color: #fff; }
         pre.plist { background: #1e1e24; color: #e8e8ee; padding: 12px; border-radius: 8px; overflow-x: auto; font: 12.5px/1.4 ui-monospace, Menlo, Consolas, monospace; tab-size: 4; -webkit-user-select: all; user-select: all; }
         code { font: 0.9em ui-monospace, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
         ul.findings, ul.notes { padding-left: 1.1em; } ul.findings li { margin-bottom: 8px; } li.bad b { color: var(--bad); }
@@ -201,7 +202,7 @@ enum ReportHTMLWriter {
           body { font-size: 10.5pt; color: #000; }
           header, main, footer { max-width: none; padding: 0; }
           pre.plist { background: #fff; color: #000; border: 1px solid #999; white-space: pre-wrap; overflow-wrap: anywhere; }
-          .badge { color: #000; background: #fff !important; border: 1px solid #000; }
+          .badge, .badge.bad, .badge.warn, .badge.good { color: #000; background: #fff !important; border: 1px solid #000; }
           .stat { background: #fff; }
           article.host, section#unfixable li { break-inside: avoid; page-break-inside: avoid; }
           h2, h3 { break-after: avoid; page-break-after: avoid; }
