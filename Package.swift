@@ -138,7 +138,9 @@ let package = Package(
         .testTarget(
             name: "ats-proxyTests",
             dependencies: [
-                "ATSPolicy", "ATSTLS", "ATSTestSupport", "ATSSystemTools", .product(name: "Yams", package: "Yams"),
+                "ATSPolicy", "ATSTLS", "ATSTestSupport", "ATSSystemTools", "ats-proxy",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             exclude: ["Fixtures"]
         ),

@@ -77,6 +77,7 @@ enum WebPage {
         .muted{color:var(--mute)}button.copy{float:right;font:inherit}
         .cols{position:relative}.cols summary{cursor:pointer;list-style:none;padding:.2rem .4rem;border:1px solid var(--line);border-radius:6px;background:var(--bg)}
         .cols div{position:absolute;z-index:2;background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:.3rem .5rem;display:grid;gap:.1rem}
+        @media (min-width:1001px){td.url{max-width:0;width:100%;min-width:14rem}}
         @media (max-width:1000px){main{display:flex;flex-direction:column;height:auto}.left{display:contents}
         .list{order:1;max-height:55vh;border-bottom:1px solid var(--line)}aside{order:2;border-bottom:1px solid var(--line)}.dict{order:3;max-height:none}
         td.url{max-width:22rem}.wide{display:none}header .dl{margin-left:0}}
@@ -98,7 +99,7 @@ enum WebPage {
         <label><input type="checkbox" data-col="up" checked> up</label><label><input type="checkbox" data-col="down" checked> down</label></div></details>
         <button id="pause" type="button">Pause</button><button id="clear" type="button">Clear</button>
         </div><style id="colstyle"></style>
-        <main><div class="left"><div class="list"><table><thead><tr><th>time</th><th class="wide c-source">source</th><th>method</th><th>URL</th><th class="wide c-protocol">protocol</th><th class="c-status">status</th><th>outcome</th><th>code</th><th class="wide c-ms">ms</th><th class="wide c-up">up</th><th class="wide c-down">down</th></tr></thead>
+        <main><div class="left"><div class="list"><table><thead><tr><th>time</th><th class="wide c-source">source</th><th>method</th><th>URL</th><th class="c-status">status</th><th>outcome</th><th>code</th><th class="wide c-protocol">protocol</th><th class="wide c-ms">ms</th><th class="wide c-up">up</th><th class="wide c-down">down</th></tr></thead>
         <tbody id="rows"></tbody></table></div>
         <section class="dict"><h2>Minimal NSAppTransportSecurity for this session <button class="copy" id="copy" type="button">Copy</button> <button class="copy" id="verify" type="button" title="Re-decide every load of this session under this dictionary (TLS failures are checked against the server again)">Verify</button></h2>
         <pre id="dictionary" class="muted">waiting for traffic…</pre><pre id="verified" hidden></pre></section></div>
@@ -131,7 +132,7 @@ enum WebPage {
         const tr=el("tr","flow o-"+slug(o.outcome));tr.dataset.id=o.id;tr.dataset.outcome=o.outcome;tr.dataset.violation=o.violation?"1":"";tr.dataset.code=o.code||"";tr.dataset.host=o.host;if(o.http3)tr.dataset.h3="offered";
         tr.append(el("td","",fmtTime(o.time)),el("td","wide c-source",o.source),el("td","",o.method));
         const u=el("td","url",o.url);u.title=o.url;tr.append(u);
-        tr.append(el("td","wide c-protocol",o.proto+(o.route&&o.route!=="absolute-form"&&o.route!=="CONNECT+TLS"?" · "+o.route:"")),el("td","num c-status",o.status||"—"),el("td","badge",o.outcome),el("td","",o.code||""),
+        tr.append(el("td","num c-status",o.status||"—"),el("td","badge",o.outcome),el("td","",o.code||""),el("td","wide c-protocol",o.proto+(o.route&&o.route!=="absolute-form"&&o.route!=="CONNECT+TLS"?" · "+o.route:"")),
         el("td","num wide c-ms",o.ms),el("td","num wide c-up",fmtBytes(o.up)),el("td","num wide c-down",fmtBytes(o.down)));
         tr.hidden=!matches(o);tr.addEventListener("click",()=>select(o.id));return tr;}
         function add(o){

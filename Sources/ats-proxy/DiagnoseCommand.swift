@@ -100,7 +100,7 @@ struct DiagnoseCommand: ParsableCommand {
     var url: String?
 
     func validate() throws {
-        try UnknownOptionCheck.check(Array(CommandLine.arguments.dropFirst()), against: Self.self)
+        try UnknownOptionCheck.check(against: Self.self)
         guard (url == nil) != (fromReport == nil) else {
             throw ValidationError("give either an https:// URL or --from-report report.json")
         }

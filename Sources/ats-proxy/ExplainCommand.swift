@@ -53,7 +53,7 @@ struct ExplainCommand: ParsableCommand {
     }
 
     func validate() throws {
-        try UnknownOptionCheck.check(Array(CommandLine.arguments.dropFirst()), against: Self.self)
+        try UnknownOptionCheck.check(against: Self.self)
         guard !urls.isEmpty else { throw ValidationError("give at least one URL, e.g. https://api.example.com/") }
         for url in urls {
             do {

@@ -27,7 +27,7 @@ struct FixCommand: ParsableCommand {
     var infoPlist: String
 
     func validate() throws {
-        try UnknownOptionCheck.check(Array(CommandLine.arguments.dropFirst()), against: Self.self)
+        try UnknownOptionCheck.check(against: Self.self)
     }
 
     func run() throws {

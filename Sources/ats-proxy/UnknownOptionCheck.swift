@@ -4,9 +4,14 @@ import ArgumentParser
 /// command's `validate()` before it reports unknown options, so without this check a misspelt
 /// option's value (`--tls-flor off`) was reported as a bad URL instead of the option itself.
 enum UnknownOptionCheck {
+    /// The arguments being parsed (after settings injection), for checks made inside `validate()`, where
+    /// ArgumentParser hands a command only its parsed values. ``ATSProxyCommand/parse(_:)`` binds it, so a command
+    /// line parsed in process (a test, a launcher) is checked against its own words, not the process's.
+    @TaskLocal static var arguments: [String] = Array(CommandLine.arguments.dropFirst())
+
     /// Throws a validation error naming the first `--name` in `arguments` (up to `--`) that
     /// `command`'s help does not list.
-    static func check(_ arguments: [String], against command: any ParsableCommand.Type) throws {
+    static func check(_ arguments: [String] = arguments, against command: any ParsableCommand.Type) throws {
         let help = command.helpMessage(includeHidden: true, columns: 10_000)
         for argument in arguments.prefix(while: { $0 != "--" }) where argument.hasPrefix("--") && argument.count > 2 {
             let name = String(argument.split(separator: "=", maxSplits: 1)[0])

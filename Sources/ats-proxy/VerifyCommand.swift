@@ -45,7 +45,7 @@ struct VerifyCommand: ParsableCommand {
     var infoPlist: String?
 
     func validate() throws {
-        try UnknownOptionCheck.check(Array(CommandLine.arguments.dropFirst()), against: Self.self)
+        try UnknownOptionCheck.check(against: Self.self)
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         var overrides = ResolverOverrides()
         for entry in resolve {

@@ -14,6 +14,7 @@ import Testing
     }
 
     /// A stack with the web view on a free port and a host whose port refuses connections.
+    /// The page's title names the Info.plist as `Info.plist` (no temporary path): its screenshots go in the README.
     static func stack(_ extra: [String] = []) throws -> (ProxyStack, webPort: Int, refusedPort: Int) {
         let refusedPort = try E2E.freePort()
         for _ in 0..<3 {
@@ -21,7 +22,7 @@ import Testing
             let stack = try ProxyStack(
                 arguments: [
                     "--web", "127.0.0.1:\(webPort)", "--resolve", "refused.example.test:\(refusedPort):127.0.0.1",
-                ] + extra)
+                ] + extra, relativeConfig: true)
             if stack.proxy.child.stderrText.contains("live flows: http://127.0.0.1:\(webPort)/") {
                 return (stack, webPort, refusedPort)
             }
@@ -68,13 +69,15 @@ import Testing
 
         let allowed = withOutcome("allowed").filter { $0["host"] as? String == "api.example.test" }
         #expect(allowed.count == 2, "\(rows)")
-        // Columns: time, source, method, URL, protocol, status, outcome, code, ms, up, down.
-        #expect(Set(allowed.map { cells($0)[4] }) == ["http/1.1", "h2"], "\(allowed)")
-        #expect(allowed.allSatisfy { cells($0)[5] == "200" && cells($0)[1] == "urlsession" && cells($0)[2] == "GET" })
+        // Columns: time, source, method, URL, status, outcome, code, protocol, ms, up, down (what decides a row
+        // first, so it stays in view beside the detail pane).
+        #expect(Set(allowed.map { cells($0)[7] }) == ["http/1.1", "h2"], "\(allowed)")
+        #expect(allowed.allSatisfy { cells($0)[4] == "200" && cells($0)[1] == "urlsession" && cells($0)[2] == "GET" })
         let blocked = try #require(withOutcome("blocked").first, "\(rows)")
         #expect(blocked["code"] as? String == "-1022")
         #expect(cells(blocked)[3].hasPrefix("http://plain.example.test:"))
-        #expect(cells(blocked)[5] == "403")
+        #expect(cells(blocked)[4] == "403")
+        #expect(cells(blocked)[5] == "blocked" && cells(blocked)[6] == "-1022")
         let failed = try #require(withOutcome("network error").first, "\(rows)")
         #expect((failed["code"] as? String)?.hasPrefix("-1004") == true, "\(failed)")
         #expect(rows.contains { $0["host"] as? String == "legacy.example.test" })
@@ -114,6 +117,11 @@ import Testing
 
         // At 900 px (beside the Simulator): the outcome and code stay in view, optional columns give way, the detail
         // pane sits below the list, nothing scrolls sideways.
+        let wide = try #require(result["wide"] as? [String: Any], "\(result.keys)")
+        #expect(
+            (wide["codeRight"] as? Double ?? 99999) <= (wide["listRight"] as? Double ?? 0),
+            "at 1400 px the code column is cut off: \(wide)")
+        #expect(wide["detailBelowList"] as? Bool == false, "\(wide)")
         let half = try #require(result["half"] as? [String: Any], "\(result.keys)")
         #expect((half["outcomeRight"] as? Double ?? 99999) <= 900, "\(half)")
         #expect((half["codeRight"] as? Double ?? 99999) <= 900, "\(half)")

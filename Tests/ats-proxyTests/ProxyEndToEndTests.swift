@@ -19,8 +19,10 @@ struct ProxyStack {
     ///   - extraATS: more NSExceptionDomains entries.
     ///   - outerATS: more NSAppTransportSecurity keys (e.g. NSPinnedDomains).
     ///   - extraOrigins: origins the test starts (with this stack's directory and PKI), by host.
+    ///   - relativeConfig: the proxy names its Info.plist without the temporary folder (``ProxyProcess``).
     init(
         extraATS: String = "", outerATS: String = "", arguments: [String] = [], environment: [String: String] = [:],
+        relativeConfig: Bool = false,
         extraOrigins: (TemporaryDirectory, TestPKI) throws -> [(host: String, origin: Origin)] = { _, _ in [] }
     ) throws {
         directory = try TemporaryDirectory("stack")
@@ -39,7 +41,7 @@ struct ProxyStack {
                 ("api.example.test", tlsOrigin.port), ("legacy.example.test", plainOrigin.port),
                 ("plain.example.test", plainOrigin.port), ("plain.example.test", tlsOrigin.port),
             ] + added.map { ($0.host, $0.origin.port) }, upstreamCAs: [pki.caPath], arguments: arguments,
-            environment: environment)
+            environment: environment, relativeConfig: relativeConfig)
     }
 
     func url(_ host: String, _ path: String = "/hello", scheme: String = "https") -> String {

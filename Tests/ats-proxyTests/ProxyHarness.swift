@@ -118,17 +118,19 @@ final class Child: @unchecked Sendable {
     let stdoutPath: String
     let stderrPath: String
 
-    /// `environment` is added to `E2E.environment`.
+    /// `environment` is added to `E2E.environment`; `directory` holds the output files and, with `runInDirectory`,
+    /// is the child's working directory (else it inherits the runner's).
     init(
         executable: String, arguments: [String], directory: TemporaryDirectory, label: String = "child",
-        environment: [String: String] = [:]
+        environment: [String: String] = [:], runInDirectory: Bool = false
     ) throws {
         stdoutPath = directory.file("\(label)-\(UUID().uuidString.prefix(6)).out")
         stderrPath = directory.file("\(label)-\(UUID().uuidString.prefix(6)).err")
         process = try ChildProcess(
             executable: executable, arguments: arguments,
             environment: E2E.environment.merging(environment) { _, added in added },
-            standardOutput: .file(stdoutPath), standardError: .file(stderrPath))
+            currentDirectory: runInDirectory ? directory.path : nil, standardOutput: .file(stdoutPath),
+            standardError: .file(stderrPath))
     }
 
     var pid: Int32 { process.processIdentifier }
@@ -216,10 +218,12 @@ final class ProxyProcess: @unchecked Sendable {
     ///   - resolve: `--resolve` entries (`host:port:127.0.0.1` is added for each host/port).
     ///   - logToFile: log to `--log-file` (true) or leave the log on stderr.
     ///   - binary: the `ats-proxy` to run (default: the one built with the tests).
+    ///   - relativeConfig: pass `--config Info.plist` relative to the proxy's working directory (its temporary
+    ///     folder), so the banner and the page name the file without a temporary path (the README's screenshots).
     init(
         plist: String, resolve: [(String, Int)] = [], upstreamCAs: [String] = [], arguments extra: [String] = [],
         logToFile: Bool = true, port fixedPort: Int? = nil, environment: [String: String] = [:],
-        binary: String = CLITests.binary.path
+        binary: String = CLITests.binary.path, relativeConfig: Bool = false
     ) throws {
         directory = try TemporaryDirectory("proxy")
         configPath = try directory.write("Info.plist", plist)
@@ -229,7 +233,7 @@ final class ProxyProcess: @unchecked Sendable {
         for _ in 0..<3 {
             let port = try fixedPort ?? E2E.freePort()
             var arguments = [
-                "--config", configPath, "--listen", "127.0.0.1:\(port)", "--ca-dir", directory.file("ca"),
+                "--config", relativeConfig ? "Info.plist" : configPath, "--listen", "127.0.0.1:\(port)", "--ca-dir", directory.file("ca"),
                 "--loops", "2",
             ]
             for (host, hostPort) in resolve { arguments += ["--resolve", "\(host):\(hostPort):127.0.0.1"] }
@@ -238,7 +242,7 @@ final class ProxyProcess: @unchecked Sendable {
             arguments += extra
             let child = try Child(
                 executable: binary, arguments: arguments, directory: directory, label: "proxy",
-                environment: environment)
+                environment: environment, runInDirectory: relativeConfig)
             let started = E2E.poll(timeout: 15) { () -> Bool? in
                 if !child.process.isRunning { return false }
                 return child.stderrText.contains("listening on") ? true : nil

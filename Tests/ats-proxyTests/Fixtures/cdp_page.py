@@ -101,8 +101,9 @@ ROWS = """JSON.stringify([...document.querySelectorAll('#rows tr')].map(r => ({
   colour: getComputedStyle(r.children[0]).borderLeftColor})))"""
 
 
-# At half a screen: whether the first row's outcome and code cells are inside the viewport, whether the detail
-# pane is below the list, and whether anything scrolls sideways.
+# Layout facts (at half a screen, and at full width beside the detail pane): where the first row's outcome and
+# code cells end against the viewport and the list, whether the detail pane is below the list, and whether
+# anything scrolls sideways.
 HALF = """JSON.stringify((() => {
   const r = [...document.querySelectorAll('#rows tr')].find(r => !r.hidden);
   const cells = r ? [...r.children] : [];
@@ -113,6 +114,7 @@ HALF = """JSON.stringify((() => {
   return {width: innerWidth, scrollWidth: document.documentElement.scrollWidth,
     outcomeRight: badge ? badge.getBoundingClientRect().right : 99999,
     codeRight: code ? code.getBoundingClientRect().right : 99999,
+    listRight: list.right,
     shownColumns: [...document.querySelectorAll('thead th')].filter(t => getComputedStyle(t).display !== 'none')
       .map(t => t.textContent),
     detailBelowList: aside.top >= list.bottom - 1};
@@ -185,6 +187,8 @@ def main():
         browser.wait_for("document.getElementById('verified').textContent.includes('still fail')", args.timeout,
                          "the verify action")
         result["verified"] = browser.evaluate("document.getElementById('verified').textContent")
+        # Beside the detail pane at full width, the URL gives way: outcome and code stay inside the list.
+        result["wide"] = json.loads(browser.evaluate(HALF))
         shot = browser.send("Page.captureScreenshot", {"format": "png"})
         with open(args.screenshot, "wb") as handle:
             handle.write(base64.b64decode(shot["data"]))
