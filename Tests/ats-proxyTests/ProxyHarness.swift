@@ -233,7 +233,8 @@ final class ProxyProcess: @unchecked Sendable {
         for _ in 0..<3 {
             let port = try fixedPort ?? E2E.freePort()
             var arguments = [
-                "--config", relativeConfig ? "Info.plist" : configPath, "--listen", "127.0.0.1:\(port)", "--ca-dir", directory.file("ca"),
+                "--config", relativeConfig ? "Info.plist" : configPath, "--listen", "127.0.0.1:\(port)", "--ca-dir",
+                directory.file("ca"),
                 "--loops", "2",
             ]
             for (host, hostPort) in resolve { arguments += ["--resolve", "\(host):\(hostPort):127.0.0.1"] }
