@@ -53,9 +53,8 @@ extension HTTP2Session {
         _ frame: UnsafePointer<nghttp2_frame>, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>
     ) -> Int32 {
         let stream = frame.pointee.hd.stream_id
-        var block = inboundHeaders[stream] ?? InboundHeaderBlock()
-        block.size += name.count + value.count + 32
-        if block.size > Int(configuration.maxHeaderListSize) {
+        let size = (inboundHeaders[stream]?.size ?? 0) + name.count + value.count + 32
+        if size > Int(configuration.maxHeaderListSize) {
             inboundHeaders[stream] = nil
             if let session {
                 _ = nghttp2_submit_rst_stream(
@@ -63,9 +62,11 @@ extension HTTP2Session {
             }
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
-        block.fields.append(
-            HTTP2Header(String(decoding: name, as: UTF8.self), FieldValueBytes.string(from: value)))
-        inboundHeaders[stream] = block
+        let field = HTTP2Header(String(decoding: name, as: UTF8.self), FieldValueBytes.string(from: value))
+        // Changed in place through the dictionary: a copy taken out and stored back would share the fields'
+        // buffer, so every append would copy the whole block gathered so far.
+        inboundHeaders[stream, default: InboundHeaderBlock()].size = size
+        inboundHeaders[stream, default: InboundHeaderBlock()].fields.append(field)
         return 0
     }
 

@@ -416,29 +416,39 @@ public final class HTTP2Session {
     }
 
     /// Calls `body` with `headers` as a temporary `nghttp2_nv` array (nghttp2 copies it during the call).
+    /// Every name and value (as ``FieldValueBytes`` bytes) goes into one buffer, so a header block costs two
+    /// allocations (the bytes and the array), not four per field; the pointers are valid only inside `body`.
     static func withNV<R>(
         _ headers: [HTTP2Header], _ body: (UnsafePointer<nghttp2_nv>?, Int) -> R
     ) -> R {
-        var storage: [UnsafeMutablePointer<UInt8>] = []
-        defer { storage.forEach { $0.deallocate() } }
-        func copy(_ string: String) -> (UnsafeMutablePointer<UInt8>, Int) {
-            let bytes = FieldValueBytes.bytes(of: string)
-            let pointer = UnsafeMutablePointer<UInt8>.allocate(capacity: max(bytes.count, 1))
-            pointer.initialize(from: bytes, count: bytes.count)
-            storage.append(pointer)
-            return (pointer, bytes.count)
-        }
+        // One spare byte keeps the buffer non-empty, so its base address exists even for empty fields.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(headers.reduce(1) { $0 + $1.name.utf8.count + $1.value.utf8.count })
         var nva: [nghttp2_nv] = []
         nva.reserveCapacity(headers.count)
         for header in headers {
-            let (name, nameLength) = copy(header.name)
-            let (value, valueLength) = copy(header.value)
+            let nameStart = bytes.count
+            FieldValueBytes.append(header.name, to: &bytes)
+            let valueStart = bytes.count
+            FieldValueBytes.append(header.value, to: &bytes)
             nva.append(
                 nghttp2_nv(
-                    name: name, value: value, namelen: nameLength, valuelen: valueLength,
+                    name: nil, value: nil, namelen: valueStart - nameStart, valuelen: bytes.count - valueStart,
                     flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
         }
-        return nva.withUnsafeBufferPointer { body($0.baseAddress, $0.count) }
+        bytes.append(0)
+        return bytes.withUnsafeMutableBufferPointer { buffer in
+            // The fields sit back to back in header order: each pointer is the running offset.
+            guard let base = buffer.baseAddress else { preconditionFailure("a non-empty buffer has storage") }
+            var offset = 0
+            for index in nva.indices {
+                nva[index].name = base + offset
+                offset += nva[index].namelen
+                nva[index].value = base + offset
+                offset += nva[index].valuelen
+            }
+            return nva.withUnsafeBufferPointer { body($0.baseAddress, $0.count) }
+        }
     }
 
     /// The session behind an nghttp2 `user_data` pointer.
