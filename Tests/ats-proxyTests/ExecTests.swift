@@ -51,8 +51,10 @@ import Testing
         let script = try Self.script(
             """
             [ -n "$ATS_PROXY_CA_CERT" ] && echo exported
-            "\(CLITests.binary.path)" settings show > /dev/null 2> nested.err
+            "\(CLITests.binary.path)" settings show > /dev/null 2> "${TMPDIR:-/tmp}/ats-proxy-nested-$$.err"
             echo "nested=$?"
+            cat "${TMPDIR:-/tmp}/ats-proxy-nested-$$.err" >&2
+            rm -f "${TMPDIR:-/tmp}/ats-proxy-nested-$$.err"
             """)
         let result = try Self.exec(["--", script])
         #expect(result.stdout.contains("exported"))

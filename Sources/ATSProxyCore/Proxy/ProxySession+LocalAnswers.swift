@@ -27,6 +27,21 @@ extension ProxySession {
         _ head: HTTPRequestHead, status: Int, reason: String, text: String, code: NSURLErrorCode = .cannotConnectToHost
     ) {
         let body = "ats-proxy: \(text)\n"
+        leg.commands.append(
+            .log(
+                refusalRecord(
+                    head, text: text, code: code, status: status,
+                    bytesToClient: socksReplyPending ? 10 : body.utf8.count)))
+        answerLocally(status: status, reason: reason, body: body, keepAlive: false)
+        close()
+    }
+
+    /// The record of a request the proxy refused itself before any upstream work (`result: .refused`): its URL as
+    /// the client addressed it, `text` as the rule, and a CONNECT counted as the tunnel's first task.
+    func refusalRecord(
+        _ head: HTTPRequestHead, text: String, fix: String? = nil, code: NSURLErrorCode? = nil, status: Int,
+        bytesToClient: Int
+    ) -> RequestRecord {
         let url: String
         switch head.target {
         case .authority(let authority): url = "https://\(authority)/"
@@ -34,17 +49,12 @@ extension ProxySession {
         case .origin(let path): url = (role.tunnel?.origin ?? "") + path
         }
         let number = head.method == "CONNECT" ? requestCount + 1 : requestCount
-        leg.commands.append(
-            .log(
-                RequestRecord(
-                    time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(number), method: head.method,
-                    url: url, httpProtocol: "http/1.1", source: .urlsession, result: .refused, atsRequired: false,
-                    ruleChain: [], rule: text, errorCode: code.rawValue, status: status,
-                    requestHeaders: head.headers.fields,
-                    bytesToClient: socksReplyPending ? 10 : body.utf8.count,
-                    route: head.method == "CONNECT" ? .tunnel(entry, .refused) : leg.route)))
-        answerLocally(status: status, reason: reason, body: body, keepAlive: false)
-        close()
+        return RequestRecord(
+            time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(number), method: head.method,
+            url: url, httpProtocol: "http/1.1", source: .urlsession, result: .refused, atsRequired: false,
+            ruleChain: [], rule: text, fix: fix, errorCode: code?.rawValue, status: status,
+            requestHeaders: head.headers.fields, bytesToClient: bytesToClient,
+            route: head.method == "CONNECT" ? .tunnel(entry, .refused) : leg.route)
     }
 
     /// Why a client on another machine may not reach `host`.

@@ -21,21 +21,12 @@ extension ProxySession {
             ? "proxy authentication failed: the Proxy-Authorization credentials are not the ones ats-proxy was started with (--proxy-auth)"
             : "proxy authentication required: ats-proxy was started with --proxy-auth and the request carried no Proxy-Authorization"
         let body = Array("ats-proxy: \(text)\n".utf8)
-        let url: String
-        switch head.target {
-        case .authority(let authority): url = "https://\(authority)/"
-        case .absolute, .origin, .asterisk: url = head.target.description
-        }
-        let number = head.method == "CONNECT" ? requestCount + 1 : requestCount
         leg.commands.append(
             .log(
-                RequestRecord(
-                    time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(number), method: head.method,
-                    url: url, httpProtocol: "http/1.1", source: .urlsession, result: .refused, atsRequired: false,
-                    ruleChain: [], rule: text,
+                refusalRecord(
+                    head, text: text,
                     fix: "configure the client's proxy with the user name and password given to --proxy-auth",
-                    status: 407, requestHeaders: head.headers.fields, bytesToClient: body.count,
-                    route: head.method == "CONNECT" ? .tunnel(entry, .refused) : leg.route)))
+                    status: 407, bytesToClient: body.count)))
         let response = LocalResponse(
             status: 407, reason: "Proxy Authentication Required",
             fields: [
