@@ -397,7 +397,7 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
             if !remaining.isEmpty { run(lane: id, .upstreamBytes(remaining)) }
         case .failure(let error):
             settleOpening(lane)
-            run(lane: id, .upstreamConnectFailed(error.urlErrorCode, detail: error.description))
+            run(lane: id, .upstreamConnectFailed(error.failure))
         }
     }
 

@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSProxyCore
 import Dispatch
 import Foundation
 
@@ -137,6 +138,23 @@ public enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
         case .timedOut: return .timedOut
         case .reset: return .networkConnectionLost
         case .upstreamProxy(let code, _): return code
+        }
+    }
+
+    /// The core's classification of this failure (the proxy's own resource limits apart from other socket errors).
+    public var failure: UpstreamConnectFailure {
+        switch self {
+        case .dnsFailure: return .nameNotResolved
+        case .refused: return .refused
+        case .timedOut: return .timedOut
+        case .reset: return .reset
+        case .unreachable: return .unreachable
+        case .other(let error):
+            switch error.errno {
+            case EMFILE, ENFILE, ENOBUFS, ENOMEM: return .proxyResources(detail: error.description)
+            default: return .other(detail: error.description)
+            }
+        case .upstreamProxy(let code, let detail): return .upstreamProxy(code, detail: detail)
         }
     }
 

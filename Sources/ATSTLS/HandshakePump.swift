@@ -6,6 +6,8 @@ public enum TransportFailure: Error, Sendable, Hashable, CustomStringConvertible
     case refused
     /// Connect, handshake or read did not finish in time.
     case timedOut
+    /// The connection and the request were complete, but no response head arrived in time.
+    case noResponse
     /// The server reset the connection.
     case reset
     /// Another socket error (errno text).
@@ -16,6 +18,7 @@ public enum TransportFailure: Error, Sendable, Hashable, CustomStringConvertible
         case .nameNotResolved(let detail): "the host name could not be resolved (\(detail))"
         case .refused: "the server refused the connection"
         case .timedOut: "the connection timed out"
+        case .noResponse: "the server sent no response in time"
         case .reset: "the server reset the connection"
         case .other(let text): text
         }

@@ -46,7 +46,10 @@ public struct SmallestFix: Sendable {
             return
                 "add { \(ATSKey.spkiSHA256) = \"\(digest)\" } to \(leaf ? ATSKey.pinnedLeafIdentities : ATSKey.pinnedCAIdentities) of \(ATSKey.pinnedDomains) → \(domains.joined(separator: ", ")) (exception keys cannot relax a pin)"
         }
-        if case .transport = verdict.attemptFailure {
+        if case .transport(let failure) = verdict.attemptFailure {
+            if case .noResponse = failure {
+                return "no Info.plist change is involved: ATS allowed the connection; the server did not answer in time"
+            }
             return "no Info.plist change can allow this: the connection fails before TLS"
         }
         let key = decision.exceptionKey ?? target.host

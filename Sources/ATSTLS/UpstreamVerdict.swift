@@ -189,6 +189,10 @@ public struct UpstreamVerdict: Sendable {
             case .timedOut:
                 (code, domain, stream) = (.timedOut, 1, 60)
                 reason = "the server did not complete the connection or TLS handshake before the timeout"
+            case .noResponse:
+                (code, domain, stream) = (.timedOut, 1, 60)
+                reason =
+                    "the server accepted the connection and the whole request but sent no response head before the timeout"
             case .reset:
                 (code, domain, stream) = (.networkConnectionLost, 1, 54)
                 reason = "the server reset the connection"

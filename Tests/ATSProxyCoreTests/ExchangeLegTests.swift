@@ -98,7 +98,7 @@ import Testing
         var leg = try Self.leg(.stream)
         leg.start(try Self.request())
         leg.requestEnd(trailers: nil)
-        leg.handleUpstreamEvent(.upstreamConnectFailed(.cannotConnectToHost, detail: "refused"))
+        leg.handleUpstreamEvent(.upstreamConnectFailed(.refused))
         let commands = Self.takeCommands(&leg)
         var status: Int?
         for case .respond(let parts) in commands {

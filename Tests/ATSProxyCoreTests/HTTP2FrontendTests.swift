@@ -892,7 +892,8 @@ extension HTTP2FrontendTests {
         #expect(records.count == 1)
         let record = try #require(records.first)
         #expect(record.result == .failed)
-        #expect(record.rule == "the client closed the connection before the response was complete")
+        // Named as what happened (issue 29): the client reset one stream; its connection stays open.
+        #expect(record.rule == "the client reset its stream (RST_STREAM CANCEL) before the response was complete")
         #expect(record.url == "https://api.example.com/slow" && record.status == 200)
 
         // The closed lane is not reused, and late bytes of its upstream go nowhere.
@@ -1331,7 +1332,7 @@ extension HTTP2FrontendTests {
     @Test func aLocalAnswerToAHeadStreamEndsWithItsHeaders() throws {
         let harness = try Harness()
         let (stream, _) = try harness.request("/head", method: "HEAD")
-        harness.send(.stream(1, .upstreamConnectFailed(.cannotConnectToHost, detail: "refused")))
+        harness.send(.stream(1, .upstreamConnectFailed(.refused)))
         let view = harness.stream(stream)
         #expect(view.shape == "HE")
         #expect(view.reset == nil)

@@ -228,18 +228,72 @@ import Testing
     }
 
     @Test(arguments: [
-        (NSURLErrorCode.cannotFindHost, "-1003", "12:8"), (.cannotConnectToHost, "-1004", "1:61"),
+        (UpstreamConnectFailure.nameNotResolved, "-1003", "12:8"), (.refused, "-1004", "1:61"),
         (.timedOut, "-1001", "1:60"),
     ])
-    func connectionFailuresAnswer502WithCodes(code: NSURLErrorCode, header: String, pair: String) throws {
+    func connectionFailuresAnswer502WithCodes(failure: UpstreamConnectFailure, header: String, pair: String) throws {
         let harness = try Harness()
         _ = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
-        let commands = harness.send(.upstreamConnectFailed(code, detail: "test"))
+        let commands = harness.send(.upstreamConnectFailed(failure))
         let response = Self.text(Self.clientWrites(commands))
-        #expect(response.hasPrefix(code == .timedOut ? "HTTP/1.1 504 " : "HTTP/1.1 502 "))
+        #expect(response.hasPrefix(failure == .timedOut ? "HTTP/1.1 504 " : "HTTP/1.1 502 "))
         #expect(response.contains("X-ATS-Error: \(header)\r\n"))
         #expect(response.contains("X-ATS-Stream-Error: \(pair)\r\n"))
         #expect(Self.records(commands).first?.result == .failed)
+    }
+
+    @Test("a failed connect names its cause: the proxy's own descriptors and an unreachable network are not refusals")
+    func connectFailuresKeepTheirCause() throws {
+        for (failure, words) in [
+            (UpstreamConnectFailure.proxyResources(detail: "socket: Too many open files"), "ran out of its own"),
+            (.unreachable, "unreachable"), (.refused, "refused the TCP connection"),
+        ] {
+            let harness = try Harness()
+            _ = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+            let record = try #require(Self.records(harness.send(.upstreamConnectFailed(failure))).first)
+            #expect(record.errorCode == -1004)
+            #expect(record.rule.contains(words), "\(record.rule)")
+            #expect(failure == .refused || !record.rule.contains("refused"), "\(record.rule)")
+        }
+    }
+
+    /// Fires the leg's timer until the exchange is recorded (its quiet stage comes first).
+    static func fireUntilRecorded(_ harness: Harness) -> [ProxyCommand] {
+        for _ in 0..<4 {
+            let fired = harness.send(.timerFired)
+            if !records(fired).isEmpty { return fired }
+        }
+        return []
+    }
+
+    @Test("an exchange timeout names the stage that stalled: the client's request body, or the server's answer")
+    func exchangeTimeoutsNameTheStage() throws {
+        // The client stops in the middle of its body: its stall, recorded as such, both connections closed.
+        let stalled = try Harness()
+        _ = stalled.send(
+            "POST http://localhost:9000/up HTTP/1.1\r\nHost: localhost:9000\r\nContent-Length: 100\r\n\r\nabc")
+        _ = stalled.send(.upstreamConnected)
+        let cut = Self.fireUntilRecorded(stalled)
+        let body = try #require(Self.records(cut).first)
+        #expect(body.errorCode == -1001)
+        #expect(
+            body.rule.hasPrefix("the client stopped sending its request body: 3 bytes of it arrived"), "\(body.rule)")
+        #expect(Self.closesClient(cut))
+        #expect(cut.contains { if case .closeUpstream = $0 { true } else { false } })
+        // The whole request went out and no response head came: the server's silence, not a connect stage.
+        let silent = try Harness()
+        _ = silent.send("GET http://localhost:9000/q HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        _ = silent.send(.upstreamConnected)
+        let fired = Self.fireUntilRecorded(silent)
+        let answer = try #require(Self.records(fired).first)
+        #expect(answer.errorCode == -1001 && answer.status == 504)
+        #expect(answer.rule.contains("sent no response head"), "\(answer.rule)")
+        #expect(Self.text(Self.clientWrites(fired)).hasPrefix("HTTP/1.1 504 "))
+        // Still connecting: the connect stage, as before.
+        let connecting = try Harness()
+        _ = connecting.send("GET http://localhost:9000/q HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
+        let timedOut = try #require(Self.records(Self.fireUntilRecorded(connecting)).first)
+        #expect(timedOut.rule.contains("did not complete the connection"), "\(timedOut.rule)")
     }
 
     @Test func anExchangeKeepsThePolicyItStartedWithAcrossAReload() throws {
@@ -251,13 +305,13 @@ import Testing
             options: EvaluationOptions(platform: Platform(parsing: "ios:18.0")!))
         harness.session.services.policy.replace(
             with: .init(evaluator: reloaded, sourceSummary: "reloaded", processName: "Reloaded"))
-        let commands = harness.send(.upstreamConnectFailed(.cannotConnectToHost, detail: "test"))
+        let commands = harness.send(.upstreamConnectFailed(.refused))
         let record = try #require(Self.records(commands).first)
         #expect(!record.consoleLines.isEmpty)
         #expect(record.consoleLines.allSatisfy { $0.contains("Tester[") && !$0.contains("Reloaded") })
         // The next request is decided under the new policy.
         _ = harness.send("GET http://localhost:9000/again HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
-        let next = harness.send(.upstreamConnectFailed(.cannotConnectToHost, detail: "test"))
+        let next = harness.send(.upstreamConnectFailed(.refused))
         #expect(Self.records(next).first?.consoleLines.allSatisfy { $0.contains("Reloaded[") } == true)
     }
 

@@ -147,7 +147,7 @@ enum HTTP2FrontendFuzz {
                     host == HTTP2FrontendFuzz.host && port == 443, "lane \(lane) connects to \(host):\(port)")
                 origins[lane] = Origin(speaksTLS: reuse == nil)
                 if script.control & 0x08 != 0 && lane == 2 {
-                    pending.append((lane, .upstreamConnectFailed(.cannotConnectToHost, detail: "fuzz")))
+                    pending.append((lane, .upstreamConnectFailed(.refused)))
                 } else if let reuse {
                     // A parked cleartext HTTP/1.1 connection: the lane writes its request as text, which the scripted
                     // origin parses (invariant 2). Lanes on HTTP/2 channels send parts instead (below).

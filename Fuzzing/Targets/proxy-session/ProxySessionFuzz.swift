@@ -330,10 +330,15 @@ enum ProxySessionFuzz {
                             key: key, tls: nil, facts: key.requirements == nil ? nil : [:],
                             protocolName: channel ? "h2" : "http/1.1", shareable: choice & 2 == 0)))
             case .connectFailed:
-                let code = NSURLErrorCode.allCases[Int(script.byte()) % NSURLErrorCode.allCases.count]
+                let failures: [UpstreamConnectFailure] = [
+                    .nameNotResolved, .refused, .timedOut, .reset, .unreachable, .proxyResources(detail: "fuzz"),
+                    .other(detail: "fuzz"), .upstreamProxy(.cannotConnectToHost, detail: "fuzz"),
+                    .upstreamProxy(.timedOut, detail: "fuzz"),
+                ]
+                let failure = failures[Int(script.byte()) % failures.count]
                 guard case .connecting = link else { return }
                 link = .lost
-                deliver(.upstreamConnectFailed(code, detail: "fuzz"))
+                deliver(.upstreamConnectFailed(failure))
             case .upstreamBytes, .cannedResponse:
                 let bytes =
                     kind == .upstreamBytes

@@ -1,6 +1,13 @@
+import ATSHTTP2
 import ATSPolicy
 import ATSTLS
 import Foundation
+
+/// An HTTP/2 stream ended by RST_STREAM: its error code and which side sent it.
+struct StreamReset {
+    let code: HTTP2ErrorCode
+    let byClient: Bool
+}
 
 /// The end of an exchange and of the leg: one record per exchange, the upstream parked or closed, the owner told
 /// whether its client may go on.
@@ -25,12 +32,23 @@ extension ExchangeLeg {
         signals.append(.finished(keepAlive: exchange.clientKeepAlive))
     }
 
-    /// The client went away: what was in flight is logged as abandoned, and the leg shuts down.
-    mutating func clientGone() {
+    /// The client went away: what was in flight is logged as abandoned, and the leg shuts down. `reset`: an
+    /// HTTP/2 stream ended by RST_STREAM (its code, and whether the client sent it or the proxy did) rather than
+    /// by the client's connection closing; the record names which.
+    mutating func clientGone(reset: StreamReset? = nil) {
         if let exchange, !exchange.state.responseComplete {
             exchange.result = .failed
             exchange.errorCode = NSURLErrorCode.cancelled.rawValue
-            exchange.rule = "the client closed the connection before the response was complete"
+            switch reset {
+            case .none:
+                exchange.rule = "the client closed the connection before the response was complete"
+            case .some(let reset) where reset.byClient:
+                exchange.rule =
+                    "the client reset its stream (RST_STREAM \(reset.code)) before the response was complete"
+            case .some(let reset):
+                exchange.rule =
+                    "the proxy reset the stream (RST_STREAM \(reset.code)) before the response was complete"
+            }
             logExchange()
             self.exchange = nil
         }

@@ -38,23 +38,24 @@ extension ExchangeLeg {
         }
     }
 
-    mutating func upstreamConnectFailed(_ code: NSURLErrorCode, detail: String) {
+    mutating func upstreamConnectFailed(_ failure: UpstreamConnectFailure) {
         guard case .connecting(let key) = upstream else { return }
         upstream = .none
         let transport: TransportFailure
-        switch code {
-        case .cannotFindHost: transport = .nameNotResolved(key.host)
-        case .cannotConnectToHost:
-            // An upstream proxy's refusal keeps its own words (its status, or that it wants credentials).
-            transport = detail.hasPrefix(UpstreamProxy.detailPrefix) ? .other(detail) : .refused
+        switch failure {
+        case .nameNotResolved: transport = .nameNotResolved(key.host)
+        case .refused: transport = .refused
         case .timedOut: transport = .timedOut
-        case .networkConnectionLost: transport = .reset
-        case .cancelled, .unsupportedURL, .badServerResponse, .appTransportSecurityRequiresSecureConnection,
-            .secureConnectionFailed,
-            .serverCertificateHasBadDate,
-            .serverCertificateUntrusted, .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid,
-            .clientCertificateRejected, .clientCertificateRequired:
-            transport = .other(detail)
+        case .reset: transport = .reset
+        case .unreachable: transport = .other("the network or the host is unreachable")
+        case .proxyResources(let detail):
+            transport = .other(
+                "ats-proxy could not open a connection (\(detail)): the proxy ran out of its own descriptors or memory and never contacted the server; raise its limit (ulimit -n) or lower the load"
+            )
+        case .other(let detail): transport = .other(detail)
+        case .upstreamProxy(let code, let detail):
+            // An upstream proxy's failure keeps its own words (its status, or that it wants credentials).
+            transport = code == .timedOut ? .timedOut : .other(detail)
         }
         let requirements = key.requirements ?? exchange?.decision.requirements ?? Self.cleartextRequirements
         let verdict = UpstreamVerdict.failed(

@@ -161,7 +161,7 @@ struct ExchangeLeg {
         case .upstreamConnected: upstreamConnected()
         case .upstreamPeer(let address): upstreamAddress = address
         case .upstreamReused(let lease): upstreamReused(lease)
-        case .upstreamConnectFailed(let code, let detail): upstreamConnectFailed(code, detail: detail)
+        case .upstreamConnectFailed(let failure): upstreamConnectFailed(failure)
         case .upstreamParts(let parts): upstreamParts(parts)
         case .upstreamBytes(let bytes):
             timers.quietBuffersReleased = false

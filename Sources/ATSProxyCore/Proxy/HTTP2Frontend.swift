@@ -352,15 +352,15 @@ final class HTTP2Frontend {
                 requestData(stream: stream, bytes: bytes)
             case .streamEnded(let stream):
                 requestEnded(stream: stream)
-            case .streamReset(let stream, _):
+            case .streamReset(let stream, let code):
                 tally.resetsByClient += 1
                 summarizingRecords = tally.resetsByClient > Self.resetsRecordedOneByOne
-                streamGone(stream, cleanly: false)
+                streamGone(stream, cleanly: false, reset: StreamReset(code: code, byClient: true))
                 summarizingRecords = false
-            case .streamResetSent(let stream, _):
+            case .streamResetSent(let stream, let code):
                 tally.resetsByProxy += 1
                 if streams[stream] == nil { tally.refused += 1 }
-                streamGone(stream, cleanly: false)
+                streamGone(stream, cleanly: false, reset: StreamReset(code: code, byClient: false))
             case .streamClosed(let stream, let error):
                 streamGone(stream, cleanly: error == .noError)
             case .goAwaySent(_, let error):
@@ -492,8 +492,9 @@ final class HTTP2Frontend {
         withLeg(lane) { $0.requestEnd(trailers: nil) }
     }
 
-    /// The stream is over: closed cleanly, reset by either side, or refused.
-    func streamGone(_ id: Int32, cleanly: Bool) {
+    /// The stream is over: closed cleanly, reset by either side (`reset`: the RST_STREAM that ended it, for the
+    /// record), or refused.
+    func streamGone(_ id: Int32, cleanly: Bool, reset: StreamReset? = nil) {
         guard let stream = streams.removeValue(forKey: id) else { return }
         if stream.upstreamPaused { pausedStreams -= 1 }
         guard let lane = stream.lane else { return }
@@ -507,7 +508,7 @@ final class HTTP2Frontend {
         if finished && idleLanes.count < Self.maximumIdleLanes && !goingAway {
             idleLanes.append(lane)
         } else {
-            closeLane(lane)
+            closeLane(lane, reset: reset)
         }
     }
 
@@ -553,9 +554,9 @@ final class HTTP2Frontend {
     }
 
     /// Ends a lane: it logs anything in flight, and the driver closes its upstream and timer.
-    func closeLane(_ lane: Int32) {
+    func closeLane(_ lane: Int32, reset: StreamReset? = nil) {
         guard lanes[lane] != nil else { return }
-        withLeg(lane) { $0.clientGone() }
+        withLeg(lane) { $0.clientGone(reset: reset) }
         if lanes[lane] != nil {
             lanes[lane] = nil
             output.commands.append(.stream(lane, .closeClient))

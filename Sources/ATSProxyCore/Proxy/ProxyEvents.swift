@@ -16,7 +16,7 @@ public enum ProxyEvent: Sendable {
     /// a parked HTTP/1.1 connection (with its TLS engine), or a channel of a shared HTTP/2 link.
     case upstreamReused(UpstreamLease)
     /// The upstream connection could not be made (DNS -1003, refused -1004, timeout -1001, …).
-    case upstreamConnectFailed(NSURLErrorCode, detail: String)
+    case upstreamConnectFailed(UpstreamConnectFailure)
     /// Bytes from the upstream socket.
     case upstreamBytes([UInt8])
     /// Response parts from the session's channel of a shared HTTP/2 link (`.response`, `.body`, `.trailers`,
