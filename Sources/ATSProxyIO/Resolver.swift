@@ -151,7 +151,8 @@ public enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unreachable: return .unreachable
         case .other(let error):
             switch error.errno {
-            case EMFILE, ENFILE, ENOBUFS, ENOMEM: return .proxyResources(detail: error.description)
+            // EADDRNOTAVAIL on connect: no local port left (the proxy's ephemeral ports), not the server's network.
+            case EMFILE, ENFILE, ENOBUFS, ENOMEM, EADDRNOTAVAIL: return .proxyResources(detail: error.description)
             default: return .other(detail: error.description)
             }
         case .upstreamProxy(let code, let detail): return .upstreamProxy(code, detail: detail)
@@ -164,7 +165,7 @@ public enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
         case ECONNREFUSED: return .refused
         case ETIMEDOUT: return .timedOut
         case ECONNRESET, EPIPE, ECONNABORTED: return .reset
-        case ENETUNREACH, EHOSTUNREACH, ENETDOWN, EHOSTDOWN, EADDRNOTAVAIL: return .unreachable
+        case ENETUNREACH, EHOSTUNREACH, ENETDOWN, EHOSTDOWN: return .unreachable
         default: return .other(IOError(call: call, errno: code))
         }
     }

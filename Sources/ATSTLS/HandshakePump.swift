@@ -6,8 +6,11 @@ public enum TransportFailure: Error, Sendable, Hashable, CustomStringConvertible
     case refused
     /// Connect, handshake or read did not finish in time.
     case timedOut
-    /// The connection and the request were complete, but no response head arrived in time.
+    /// The connection was open and the request complete, but no response head arrived in time.
     case noResponse
+    /// The connection was open, but the request body stopped moving before it was complete: `bodyBytes` of it had
+    /// arrived from the client (the client stopped sending, or the server stopped reading).
+    case requestStalled(bodyBytes: Int)
     /// The server reset the connection.
     case reset
     /// Another socket error (errno text).
@@ -19,6 +22,7 @@ public enum TransportFailure: Error, Sendable, Hashable, CustomStringConvertible
         case .refused: "the server refused the connection"
         case .timedOut: "the connection timed out"
         case .noResponse: "the server sent no response in time"
+        case .requestStalled(let bytes): "the request body stopped after \(bytes) bytes"
         case .reset: "the server reset the connection"
         case .other(let text): text
         }

@@ -47,8 +47,11 @@ public struct SmallestFix: Sendable {
                 "add { \(ATSKey.spkiSHA256) = \"\(digest)\" } to \(leaf ? ATSKey.pinnedLeafIdentities : ATSKey.pinnedCAIdentities) of \(ATSKey.pinnedDomains) → \(domains.joined(separator: ", ")) (exception keys cannot relax a pin)"
         }
         if case .transport(let failure) = verdict.attemptFailure {
-            if case .noResponse = failure {
-                return "no Info.plist change is involved: ATS allowed the connection; the server did not answer in time"
+            switch failure {
+            case .noResponse, .requestStalled:
+                return "no Info.plist change is involved: ATS allowed the connection; the exchange stalled after it"
+            case .nameNotResolved, .refused, .timedOut, .reset, .other:
+                break
             }
             return "no Info.plist change can allow this: the connection fails before TLS"
         }

@@ -191,8 +191,11 @@ public struct UpstreamVerdict: Sendable {
                 reason = "the server did not complete the connection or TLS handshake before the timeout"
             case .noResponse:
                 (code, domain, stream) = (.timedOut, 1, 60)
+                reason = "the connection to the server was open, but no response head arrived before the timeout"
+            case .requestStalled(let bytes):
+                (code, domain, stream) = (.timedOut, 1, 60)
                 reason =
-                    "the server accepted the connection and the whole request but sent no response head before the timeout"
+                    "the request body stopped moving before the timeout: \(bytes) bytes of it had arrived from the client (the client stopped sending, or the server stopped reading; the connection was open)"
             case .reset:
                 (code, domain, stream) = (.networkConnectionLost, 1, 54)
                 reason = "the server reset the connection"

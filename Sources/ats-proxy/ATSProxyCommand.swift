@@ -46,7 +46,7 @@ struct ATSProxyCommand: ParsableCommand {
             exitWithError(error)
         }
         do {
-            var command = try parse(arguments)
+            var command = try parseCommandLine(arguments)
             try command.run()
         } catch {
             let code = exitCode(for: error)
@@ -63,7 +63,7 @@ extension ATSProxyCommand {
     /// Parses a command line whose settings and `ATS_PROXY_*` values are already arguments: the command (or the
     /// clean exit for help and version, or the usage error) that `arguments` name, with the checks made inside
     /// `validate()` reading these arguments rather than the process's. The one parser `main` and the tests use.
-    static func parse(_ arguments: [String]) throws -> any ParsableCommand {
+    static func parseCommandLine(_ arguments: [String]) throws -> any ParsableCommand {
         try UnknownOptionCheck.$arguments.withValue(arguments) { try parseAsRoot(arguments) }
     }
 }

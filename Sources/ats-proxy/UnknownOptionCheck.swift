@@ -5,7 +5,7 @@ import ArgumentParser
 /// option's value (`--tls-flor off`) was reported as a bad URL instead of the option itself.
 enum UnknownOptionCheck {
     /// The arguments being parsed (after settings injection), for checks made inside `validate()`, where
-    /// ArgumentParser hands a command only its parsed values. ``ATSProxyCommand/parse(_:)`` binds it, so a command
+    /// ArgumentParser hands a command only its parsed values. ``ATSProxyCommand/parseCommandLine(_:)`` binds it, so a command
     /// line parsed in process (a test, a launcher) is checked against its own words, not the process's.
     @TaskLocal static var arguments: [String] = Array(CommandLine.arguments.dropFirst())
 

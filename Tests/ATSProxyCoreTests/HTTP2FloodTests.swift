@@ -98,9 +98,10 @@ extension HTTP2FrontendTests {
         let frontend = try #require(harness.session.h2)
         let head = Array("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n".utf8)
         var peak = 0
+        var records: [RequestRecord] = []
         for lane in 1...count {
-            harness.connect(lane: Int32(lane))
-            harness.respond(lane: Int32(lane), head + testBody(seed: lane, count: 300_000))
+            records += Self.records(harness.connect(lane: Int32(lane)))
+            records += Self.records(harness.respond(lane: Int32(lane), head + testBody(seed: lane, count: 300_000)))
             peak = max(peak, frontend.session.bufferedOutboundTotal)
         }
         #expect(peak <= HTTP2Frontend.connectionResponseCap, "the connection held \(peak) bytes")
@@ -111,6 +112,14 @@ extension HTTP2FrontendTests {
         let open = streams.filter { harness.stream($0).reset == nil }
         #expect(open.count >= HTTP2Frontend.connectionResponseHighWatermark / 300_000 - 1, "\(open.count) left")
         #expect(frontend.tally.streamsOverBudget == calmed.count)
+        // Each stream the proxy reset is recorded as the proxy's reset, with its code: to the client, a lost
+        // connection (-1005), not its own cancel.
+        let resetRecords = records.filter { $0.rule.hasPrefix("the proxy reset the stream") }
+        #expect(resetRecords.count == calmed.count, "\(records.map(\.rule))")
+        #expect(
+            resetRecords.allSatisfy {
+                $0.errorCode == -1005 && $0.rule.contains("RST_STREAM ENHANCE_YOUR_CALM")
+            })
         #expect(frontend.session.state == .active, "the connection itself lives on")
     }
 }

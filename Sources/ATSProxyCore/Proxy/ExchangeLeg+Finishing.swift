@@ -38,7 +38,10 @@ extension ExchangeLeg {
     mutating func clientGone(reset: StreamReset? = nil) {
         if let exchange, !exchange.state.responseComplete {
             exchange.result = .failed
-            exchange.errorCode = NSURLErrorCode.cancelled.rawValue
+            // The client's own cancel is -999; a stream the proxy reset is, to the client, a lost connection.
+            exchange.errorCode =
+                reset?.byClient == false
+                ? NSURLErrorCode.networkConnectionLost.rawValue : NSURLErrorCode.cancelled.rawValue
             switch reset {
             case .none:
                 exchange.rule = "the client closed the connection before the response was complete"

@@ -55,24 +55,18 @@ extension ExchangeLeg {
                 exchange.rule =
                     "no progress for \(services.settings.exchangeTimeout) s (--exchange-timeout) \(exchange.state.responseStarted ? "after the response head" : "while the exchange was under way"); the connection was closed"
                 shutDown()
-            } else if case .ready = upstream, !exchange.state.requestComplete {
-                // The origin is connected and waits for the rest of the request body, which the client stopped
-                // sending: the client's stall, not the server's. Recorded by `shutDown` with this reason; both
-                // connections end (no answer can follow a request that never finished).
-                exchange.result = .failed
-                exchange.errorCode = NSURLErrorCode.timedOut.rawValue
-                exchange.rule =
-                    "the client stopped sending its request body: \(exchange.bytesFromClient) bytes of it arrived, then nothing for \(services.settings.exchangeTimeout) s (--exchange-timeout); the server was connected and waiting, and the connection was closed"
-                exchange.fix =
-                    "no Info.plist change is involved: the client did not finish sending its request (a device reports -1001 when its own request timeout passes)"
-                commands.append(.closeUpstream)
-                upstream = .none
-                shutDown()
             } else {
-                // Nothing from the origin (connect, TLS, or the response head to a complete request) in time: -1001,
-                // 504, with the stage that did not finish.
+                // Nothing from the origin in time: -1001, 504, named by the stage that did not finish. With the
+                // connection open, either the request body stopped moving (the client stopped sending it, or the
+                // server stopped reading it: back-pressure cannot tell which) or no response head came.
                 let failure: TransportFailure
-                if case .ready = upstream { failure = .noResponse } else { failure = .timedOut }
+                if case .ready = upstream {
+                    failure =
+                        exchange.state.requestComplete
+                        ? .noResponse : .requestStalled(bodyBytes: exchange.bytesFromClient)
+                } else {
+                    failure = .timedOut
+                }
                 if case .none = upstream {
                 } else {
                     commands.append(.closeUpstream)

@@ -54,8 +54,14 @@ extension ExchangeLeg {
             )
         case .other(let detail): transport = .other(detail)
         case .upstreamProxy(let code, let detail):
-            // An upstream proxy's failure keeps its own words (its status, or that it wants credentials).
-            transport = code == .timedOut ? .timedOut : .other(detail)
+            // An upstream proxy's failure keeps its code; a refusal keeps its own words (its status, or that it
+            // wants credentials).
+            switch code {
+            case .cannotFindHost: transport = .nameNotResolved(key.host)
+            case .timedOut: transport = .timedOut
+            case .networkConnectionLost: transport = .reset
+            default: transport = .other(detail)
+            }
         }
         let requirements = key.requirements ?? exchange?.decision.requirements ?? Self.cleartextRequirements
         let verdict = UpstreamVerdict.failed(
