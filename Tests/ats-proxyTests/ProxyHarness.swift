@@ -244,7 +244,8 @@ final class ProxyProcess: @unchecked Sendable {
             let child = try Child(
                 executable: binary, arguments: arguments, directory: directory, label: "proxy",
                 environment: environment, runInDirectory: relativeConfig)
-            let started = E2E.poll(timeout: 15) { () -> Bool? in
+            // Generous: under ASan on a loaded 2-core machine a start has taken more than 15 s (CI's asan stage).
+            let started = E2E.poll(timeout: 60) { () -> Bool? in
                 if !child.process.isRunning { return false }
                 return child.stderrText.contains("listening on") ? true : nil
             }
