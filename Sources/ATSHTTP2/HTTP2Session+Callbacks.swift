@@ -63,10 +63,9 @@ extension HTTP2Session {
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         let field = HTTP2Header(String(decoding: name, as: UTF8.self), FieldValueBytes.string(from: value))
-        // Changed in place through the dictionary: a copy taken out and stored back would share the fields'
-        // buffer, so every append would copy the whole block gathered so far.
-        inboundHeaders[stream, default: InboundHeaderBlock()].size = size
-        inboundHeaders[stream, default: InboundHeaderBlock()].fields.append(field)
+        // Changed in place through the dictionary (one lookup): a copy taken out and stored back would share the
+        // fields' buffer, so every append would copy the whole block gathered so far.
+        inboundHeaders[stream, default: InboundHeaderBlock()].append(field, size: size)
         return 0
     }
 

@@ -56,6 +56,12 @@ public final class HTTP2Session {
         var fields: [HTTP2Header] = []
         /// RFC 9113 size so far: name + value + 32 per field.
         var size = 0
+
+        /// Appends `field`, whose block size including it is `size`.
+        mutating func append(_ field: HTTP2Header, size: Int) {
+            fields.append(field)
+            self.size = size
+        }
     }
 
     /// Creates a session in `role`, queues our SETTINGS (push disabled) and, for a client, the connection preface.

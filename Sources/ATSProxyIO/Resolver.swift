@@ -112,7 +112,8 @@ public struct ResolverOverrides: Sendable, Equatable {
     }
 }
 
-/// Why an outbound connection could not be made; the proxy maps each case to an NSURLError code.
+/// Why an outbound connection could not be made; `failure` is the core's classification, which maps each case to an
+/// NSURLError code (`UpstreamConnectFailure.code`).
 public enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The name did not resolve (getaddrinfo failure, or no usable address). → -1003
     case dnsFailure(host: String, detail: String)
@@ -129,17 +130,6 @@ public enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The upstream proxy could not be reached or did not open the tunnel (`UpstreamProxyConnector`);
     /// the detail starts with `UpstreamProxy.detailPrefix` and never holds a secret.
     case upstreamProxy(NSURLErrorCode, detail: String)
-
-    /// The NSURLError code CFNetwork reports for this failure.
-    public var urlErrorCode: NSURLErrorCode {
-        switch self {
-        case .dnsFailure: return .cannotFindHost
-        case .refused, .unreachable, .other: return .cannotConnectToHost
-        case .timedOut: return .timedOut
-        case .reset: return .networkConnectionLost
-        case .upstreamProxy(let code, _): return code
-        }
-    }
 
     /// The core's classification of this failure (the proxy's own resource limits apart from other socket errors).
     public var failure: UpstreamConnectFailure {

@@ -38,7 +38,7 @@ struct ConnectorResolverTests {
         stopAndWait(listener)
         let outcome = connectOutcome(host: "127.0.0.1", port: port, resolver: Resolver())
         #expect(outcome == .failure(.refused))
-        #expect(ConnectError.refused.urlErrorCode == .cannotConnectToHost)
+        #expect(ConnectError.refused.failure.code == .cannotConnectToHost)
     }
 
     @Test("a listener whose accept queue is full never answers: .timedOut (-1001)")
@@ -63,7 +63,7 @@ struct ConnectorResolverTests {
             host: "127.0.0.1", port: listener.boundAddress.port, resolver: Resolver(), timeout: .milliseconds(300))
         #expect(outcome == .failure(.timedOut))
         #expect(Date().timeIntervalSince(started) < 3)
-        #expect(ConnectError.timedOut.urlErrorCode == .timedOut)
+        #expect(ConnectError.timedOut.failure.code == .timedOut)
     }
 
     @Test("an unresolvable name is .dnsFailure (-1003)")
@@ -74,7 +74,7 @@ struct ConnectorResolverTests {
             return
         }
         #expect(host == "nonexistent.invalid")
-        #expect(ConnectError.dnsFailure(host: host, detail: "").urlErrorCode == .cannotFindHost)
+        #expect(ConnectError.dnsFailure(host: host, detail: "").failure.code == .cannotFindHost)
     }
 
     @Test("with the system resolver off, a name without an override fails without any lookup")

@@ -81,7 +81,7 @@ func tunnelOutcome(
             Issue.record("407 did not fail: \(String(describing: outcome))")
             return
         }
-        #expect(error.urlErrorCode == .cannotConnectToHost)
+        #expect(error.failure.code == .cannotConnectToHost)
         #expect(error.description.contains("wants credentials (sent no credentials"), "\(error)")
     }
 
@@ -101,7 +101,7 @@ func tunnelOutcome(
             Issue.record("a closed port did not fail: \(String(describing: refused))")
             return
         }
-        #expect(error.urlErrorCode == .cannotConnectToHost)
+        #expect(error.failure.code == .cannotConnectToHost)
         #expect(error.description == "upstream proxy 127.0.0.1:\(port): connection refused")
     }
 }
