@@ -30,13 +30,15 @@ import Dispatch
 /// The queue, its sources and this core go away once a stop was requested and no registration,
 /// timer or cancel is left.
 final class DispatchLoopCore: LoopCore, @unchecked Sendable {
+    let backend = EventLoopBackend.dispatch
+    let state = LoopState(tracksInterest: true)
     /// The loop's serial queue: every handler, task and timer of the loop runs on it.
     let queue: DispatchQueue
     private let onQueueKey = DispatchSpecificKey<UInt8>()
     private let timerSource: any DispatchSourceTimer
     /// The deadline the timer source is armed for (nil: not armed).
     private var armedDeadline: UInt64?
-    /// Registrations by slot (parallel to `watchers`).
+    /// Registrations by slot (parallel to `state`'s watchers).
     private var registrations: [DispatchRegistration?] = [nil]
     /// Registrations whose sources are cancelled but whose cancel handlers have not all run.
     private var pendingCancels = 0
@@ -48,38 +50,37 @@ final class DispatchLoopCore: LoopCore, @unchecked Sendable {
     init(name: String) {
         queue = DispatchQueue(label: name)
         timerSource = DispatchSource.makeTimerSource(queue: queue)
-        super.init(backend: .dispatch, tracksInterest: true)
         queue.setSpecific(key: onQueueKey, value: 1)
         timerSource.setEventHandler { [self] in
             turn {
                 armedDeadline = nil
-                fireDueTimers()
+                state.fireDueTimers()
             }
         }
         timerSource.schedule(deadline: .distantFuture)
         timerSource.resume()
     }
 
-    override var isCurrentThread: Bool { DispatchQueue.getSpecific(key: onQueueKey) != nil }
+    var isCurrentThread: Bool { DispatchQueue.getSpecific(key: onQueueKey) != nil }
 
-    override func enqueue(_ work: @escaping @Sendable () -> Void) {
+    func enqueue(_ work: @escaping @Sendable () -> Void) {
         if isCurrentThread {
-            local.append(work)
+            state.local.append(work)
         } else {
             queue.async { [self] in turn(work) }
         }
     }
 
-    override func requestStop() {
+    func requestStop() {
         queue.async { [self] in turn { stopRequested = true } }
     }
 
     // MARK: Registrations
 
-    override func register(fd: Int32, interest: UInt32, edgeTriggered: Bool, watcher: any LoopWatcher)
+    func register(fd: Int32, interest: UInt32, edgeTriggered: Bool, watcher: any LoopWatcher)
         throws(IOError) -> LoopToken
     {
-        let token = allocate(watcher)
+        let token = state.allocate(watcher)
         let registration = DispatchRegistration(fd: fd, token: token, core: self)
         while registrations.count <= token.slot { registrations.append(nil) }
         registrations[token.slot] = registration
@@ -87,27 +88,27 @@ final class DispatchLoopCore: LoopCore, @unchecked Sendable {
         return token
     }
 
-    override func setInterest(_ token: LoopToken, interest: UInt32) {
-        guard generations[token.slot] == token.generation, let registration = registrations[token.slot] else {
+    func setInterest(_ token: LoopToken, interest: UInt32) {
+        guard state.isCurrent(token), let registration = registrations[token.slot] else {
             return
         }
         registration.setInterest(interest)
     }
 
-    override func unregister(_ token: LoopToken, fd: Int32, then: @escaping () -> Void) {
+    func unregister(_ token: LoopToken, fd: Int32, then: @escaping () -> Void) {
         cancel(token, closing: false, then: then)
     }
 
-    override func unregisterAndClose(_ token: LoopToken, fd: Int32, then: (() -> Void)?) {
+    func unregisterAndClose(_ token: LoopToken, fd: Int32, then: (() -> Void)?) {
         cancel(token, closing: true, then: then)
     }
 
     private func cancel(_ token: LoopToken, closing: Bool, then: (() -> Void)?) {
-        guard generations[token.slot] == token.generation, let registration = registrations[token.slot] else {
+        guard state.isCurrent(token), let registration = registrations[token.slot] else {
             preconditionFailure("stale loop token")
         }
         registrations[token.slot] = nil
-        release(token)
+        state.release(token)
         pendingCancels += 1
         registration.cancel(closing: closing, then: then)
     }
@@ -117,8 +118,8 @@ final class DispatchLoopCore: LoopCore, @unchecked Sendable {
     /// A source of the registration `token` reported `events`.
     fileprivate func sourceFired(_ token: LoopToken, events: UInt32) {
         turn {
-            guard let watcher = watcher(slot: token.slot, generation: token.generation) else { return }
-            reportsDelivered &+= 1
+            guard let watcher = state.watcher(slot: token.slot, generation: token.generation) else { return }
+            state.reportsDelivered &+= 1
             watcher.loopEvent(events)
         }
     }
@@ -134,10 +135,10 @@ final class DispatchLoopCore: LoopCore, @unchecked Sendable {
 
     /// Runs `body` as one turn of the loop (see the type's contract).
     private func turn(_ body: () -> Void) {
-        now = ats_monotonic_nanoseconds()
+        state.now = ats_monotonic_nanoseconds()
         body()
-        runLocal()
-        if !local.isEmpty && !continuationQueued {
+        state.runLocal()
+        if !state.local.isEmpty && !continuationQueued {
             // A task that keeps re-queueing: let the queue's other blocks (sources) run first.
             continuationQueued = true
             queue.async { [self] in
@@ -146,12 +147,12 @@ final class DispatchLoopCore: LoopCore, @unchecked Sendable {
         }
         guard !stopped else { return }
         armTimer()
-        if stopRequested && isIdle && pendingCancels == 0 && local.isEmpty { shutDown() }
+        if stopRequested && state.isIdle && pendingCancels == 0 && state.local.isEmpty { shutDown() }
     }
 
     /// Arms the timer source when the earliest deadline is earlier than the one it is armed for.
     private func armTimer() {
-        guard let earliest = timers.earliestDeadline, earliest < armedDeadline ?? .max else { return }
+        guard let earliest = state.timers.earliestDeadline, earliest < armedDeadline ?? .max else { return }
         armedDeadline = earliest
         let current = ats_monotonic_nanoseconds()
         // At most a day ahead: a later deadline fires the source early once and re-arms it.

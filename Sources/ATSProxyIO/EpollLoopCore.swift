@@ -20,6 +20,8 @@ import Foundation
 /// `inboxLock`, and an eventfd wakes the poller); everything else runs on the loop thread. The
 /// thread exits once a stop was requested and no registration or timer is left.
 final class EpollLoopCore: LoopCore, @unchecked Sendable {
+    let backend = EventLoopBackend.epoll
+    let state = LoopState(tracksInterest: false)
     let poller: Int32
     private let wakeup: Int32
     private var thread: pthread_t?
@@ -32,7 +34,7 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
     private var stopRequested = false
 
     private var events = [ats_poll_event](repeating: ats_poll_event(), count: 256)
-    /// Held small writes (`LoopCore.batchedWriters`) go out at least every this many reports, so
+    /// Held small writes (`LoopState.batchedWriters`) go out at least every this many reports, so
     /// that the first connection of a long batch does not wait for all the others.
     static let reportsPerFlush = 32
     private var reportsSinceFlush = 0
@@ -42,7 +44,6 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
         precondition(poller >= 0, "cannot create the poller: \(IOError.current("poll create"))")
         wakeup = ats_wakeup_create(poller, 0)
         precondition(wakeup >= 0, "cannot create the loop wakeup: \(IOError.current("wakeup create"))")
-        super.init(backend: .epoll, tracksInterest: false)
         let start = ThreadStart(core: self, name: name)
         let thread = Thread { start.run() }
         thread.name = name
@@ -67,14 +68,14 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
         }
     }
 
-    override var isCurrentThread: Bool {
+    var isCurrentThread: Bool {
         guard let thread else { return false }
         return pthread_equal(thread, pthread_self()) != 0
     }
 
-    override func enqueue(_ work: @escaping @Sendable () -> Void) {
+    func enqueue(_ work: @escaping @Sendable () -> Void) {
         if isCurrentThread {
-            local.append(work)
+            state.local.append(work)
             return
         }
         let signal: Bool = inboxLock.withLock {
@@ -85,7 +86,7 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
         if signal { _ = ats_wakeup_signal(wakeup) }
     }
 
-    override func requestStop() {
+    func requestStop() {
         let signal: Bool = inboxLock.withLock {
             stopRequested = true
             defer { wakeupPending = true }
@@ -96,80 +97,85 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
 
     // MARK: Registrations
 
-    override func register(fd: Int32, interest: UInt32, edgeTriggered: Bool, watcher: any LoopWatcher)
+    func register(fd: Int32, interest: UInt32, edgeTriggered: Bool, watcher: any LoopWatcher)
         throws(IOError) -> LoopToken
     {
-        let token = allocate(watcher)
+        let token = state.allocate(watcher)
         let bits = edgeTriggered ? UInt32(ATS_POLL_IN | ATS_POLL_OUT) : interest
         if ats_poll_add(poller, fd, bits, edgeTriggered ? 1 : 0, token.raw) != 0 {
             let error = IOError.current("poll add")
-            release(token)
+            state.release(token)
             throw error
         }
         return token
     }
 
-    override func unregister(_ token: LoopToken, fd: Int32, then: @escaping () -> Void) {
+    /// Nothing to do: an edge-triggered registration watches both directions for its whole life,
+    /// and a level-triggered one (the listener) keeps what `register` asked for.
+    func setInterest(_ token: LoopToken, interest: UInt32) {}
+
+    func unregister(_ token: LoopToken, fd: Int32, then: @escaping () -> Void) {
         _ = ats_poll_remove(poller, fd)
-        release(token)
-        local.append(then)
+        state.release(token)
+        state.local.append(then)
     }
 
-    override func unregisterAndClose(_ token: LoopToken, fd: Int32, then: (() -> Void)?) {
-        release(token)
+    func unregisterAndClose(_ token: LoopToken, fd: Int32, then: (() -> Void)?) {
+        state.release(token)
         sysClose(fd)
-        if let then { local.append(then) }
+        if let then { state.local.append(then) }
     }
 
     // MARK: Running
 
     private func run() {
+        let state = state
         while true {
-            runLocal()
+            state.runLocal()
             let timeout: Int32
-            if !local.isEmpty {
+            if !state.local.isEmpty {
                 timeout = 0
-            } else if let deadline = timers.earliestDeadline {
-                now = ats_monotonic_nanoseconds()
-                timeout = deadline <= now ? 0 : Int32(clamping: (deadline - now + 999_999) / 1_000_000)
+            } else if let deadline = state.timers.earliestDeadline {
+                state.now = ats_monotonic_nanoseconds()
+                timeout = deadline <= state.now ? 0 : Int32(clamping: (deadline - state.now + 999_999) / 1_000_000)
             } else {
                 timeout = -1
             }
             let count = events.withUnsafeMutableBufferPointer {
                 ats_poll_wait(poller, $0.baseAddress, Int32($0.count), timeout)
             }
-            now = ats_monotonic_nanoseconds()
+            state.now = ats_monotonic_nanoseconds()
             if count < 0 {
                 let code = errno
                 precondition(code == EINTR, "poll wait failed: \(IOError(call: "poll wait", errno: code))")
                 continue
             }
             // A lone report has no other connection to serve first: its writes go out at once.
-            deliveringBatch = count > 1
+            state.deliveringBatch = count > 1
             reportsSinceFlush = 0
             for index in 0..<Int(count) {
                 let event = events[index]
                 if event.token == 0 {
                     if drainInbox() {
-                        flushBatchedWriters()
+                        state.flushBatchedWriters()
                         return shutDown()
                     }
                     continue
                 }
                 let slot = Int(truncatingIfNeeded: event.token & 0xFFFF_FFFF)
                 let generation = UInt32(truncatingIfNeeded: event.token >> 32)
-                guard let watcher = watcher(slot: slot, generation: generation) else { continue }
-                reportsDelivered &+= 1
+                guard let watcher = state.watcher(slot: slot, generation: generation) else { continue }
+                state.reportsDelivered &+= 1
                 watcher.loopEvent(event.events)
                 reportsSinceFlush += 1
                 if reportsSinceFlush == Self.reportsPerFlush {
                     reportsSinceFlush = 0
-                    flushBatchedWriters()
-                    deliveringBatch = true
+                    state.flushBatchedWriters()
+                    state.deliveringBatch = true
                 }
             }
-            flushBatchedWriters()
-            fireDueTimers()
+            state.flushBatchedWriters()
+            state.fireDueTimers()
         }
     }
 
@@ -183,7 +189,7 @@ final class EpollLoopCore: LoopCore, @unchecked Sendable {
             return (tasks, stopRequested)
         }
         for work in tasks { work() }
-        return stop && isIdle
+        return stop && state.isIdle
     }
 
     private func shutDown() {

@@ -72,8 +72,10 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     public let readBufferSize: Int
     /// Shared read buffer, reused by every connection on this loop (no per-read allocation).
     let readBuffer: UnsafeMutableRawBufferPointer
-    /// The state the loop owns; its thread or queue holds only this, never the `EventLoop`.
-    let core: LoopCore
+    /// The backend the loop runs on; its thread or queue holds only this, never the `EventLoop`.
+    let core: any LoopCore
+    /// `core.state`, kept here so that loop-confined callers (timers, writes) reach it directly.
+    let state: LoopState
 
     /// Creates a loop with its own thread (`epoll`) or queue (`dispatch`). `readBufferSize`
     /// defaults to 64 KiB.
@@ -89,6 +91,7 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
         case .epoll: core = EpollLoopCore(name: "\(label).\(index)")
         case .dispatch: core = DispatchLoopCore(name: "\(label).\(index)")
         }
+        state = core.state
     }
 
     deinit {
@@ -152,11 +155,11 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     /// requirement (for loop-confined callers).
     func runSoon(_ work: @escaping () -> Void) {
         assertInLoop()
-        core.local.append(work)
+        state.local.append(work)
     }
 
     /// The loop's clock: monotonic nanoseconds as of the current iteration.
-    var now: UInt64 { core.now }
+    var now: UInt64 { state.now }
 }
 
 /// Carries a result from the loop back to a waiting thread (the semaphore orders the accesses).
@@ -165,13 +168,14 @@ private final class ResultBox<T>: @unchecked Sendable {
     var value: T?
 }
 
-/// The state every loop backend shares, and the interface watchers (connections, connectors,
-/// listeners) and `LoopTimer` use: registrations with generation-checked tokens, the timer heap,
-/// loop-local tasks and the loop clock. `EpollLoopCore` and `DispatchLoopCore` supply the waiting.
+/// A loop backend: what waits for sockets and timers and runs the loop's work. `EpollLoopCore` and
+/// `DispatchLoopCore` conform; watchers (connections, connectors, listeners) register through it,
+/// and everything the backends share (registrations' slots, the timer heap, loop-local tasks, the
+/// clock, held writes) is its `state`, a `LoopState`.
 ///
 /// Registration contract (both backends):
 /// - `register` starts reports for `fd` to the watcher; `interest` is what the watcher wants now.
-/// - `setInterest` changes that. Only backends with `tracksInterest` need it: the epoll backend
+/// - `setInterest` changes that. Only backends with `state.tracksInterest` need it: the epoll backend
 ///   watches an edge-triggered registration for both directions for its whole life (a watcher
 ///   ignores reports it has no use for, and edges do not repeat), while a Dispatch source keeps
 ///   firing while its condition holds, so a direction nobody waits for must be switched off.
@@ -179,43 +183,88 @@ private final class ResultBox<T>: @unchecked Sendable {
 ///   once (epoll) or once Dispatch has cancelled the fd's sources (the fd must stay open until
 ///   their cancel handlers ran), and then runs `then` on the loop. The token is dead either way.
 ///
-/// Not `Sendable` in spirit: everything here is touched only on the loop, except what a subclass
-/// documents as cross-thread (`enqueue`, `requestStop`). That is the invariant behind
-/// `@unchecked Sendable`.
-class LoopCore: @unchecked Sendable {
+/// Threading: `enqueue`, `requestStop` and `isCurrentThread` may be called from any thread;
+/// everything else only on the loop. Conforming types are classes whose other state is confined to
+/// the loop, which is why they may be `@unchecked Sendable`.
+protocol LoopCore: AnyObject, Sendable {
     /// Which backend this is.
-    let backend: EventLoopBackend
-    /// True when watchers must keep `setInterest` current (see the type's contract).
-    let tracksInterest: Bool
+    var backend: EventLoopBackend { get }
+    /// The bookkeeping every backend shares; created with the core, confined to the loop.
+    var state: LoopState { get }
 
+    /// True when called on the loop.
+    var isCurrentThread: Bool { get }
+
+    /// Queues `work` to run on the loop; any thread. Called on the loop, it runs after the current
+    /// handler returns (a loop-local task).
+    func enqueue(_ work: @escaping @Sendable () -> Void)
+
+    /// Asks the loop to stop once it has no registrations and no timers left; any thread.
+    func requestStop()
+
+    /// Starts reports for `fd` (see the type's contract). `edgeTriggered` applies to the epoll
+    /// backend, which then watches both directions regardless of `interest`.
+    func register(fd: Int32, interest: UInt32, edgeTriggered: Bool, watcher: any LoopWatcher) throws(IOError)
+        -> LoopToken
+
+    /// Reports the watcher wants from now on (`ATS_POLL_IN`/`ATS_POLL_OUT` bits). Does nothing unless
+    /// `state.tracksInterest`; a stale token is ignored.
+    func setInterest(_ token: LoopToken, interest: UInt32)
+
+    /// Forgets a registration and leaves `fd` open (the listener backing off). `then` runs on the loop
+    /// once the backend has let go of `fd` (never within this call): only then may it be closed or
+    /// registered again (Dispatch sources still own it until their cancel handlers have run).
+    func unregister(_ token: LoopToken, fd: Int32, then: @escaping () -> Void)
+
+    /// Forgets a registration and closes `fd` (now or once the backend lets go of it); `then`
+    /// runs on the loop afterwards, never within this call. The caller must not touch `fd` again.
+    func unregisterAndClose(_ token: LoopToken, fd: Int32, then: (() -> Void)?)
+}
+
+/// The state every loop backend shares: registrations with generation-checked tokens, the timer
+/// heap, loop-local tasks, the loop clock and the writes held for the end of a batch. A backend
+/// (`LoopCore`) creates it and owns it; `EventLoop` keeps a reference for the loop-confined hot
+/// paths (`LoopTimer`, `TCPConnection.write`), so they reach it without a protocol call.
+///
+/// Threading: touched only on the loop (the backend's thread or queue); it is not `Sendable`.
+/// Cost: slot allocation and release are O(1); timers are O(log n) (`TimerHeap`).
+final class LoopState {
+    /// True when watchers must keep `LoopCore.setInterest` current (see `LoopCore`'s contract).
+    let tracksInterest: Bool
     /// Tasks queued on the loop itself; they run after the current handler returns.
-    final var local: [() -> Void] = []
+    var local: [() -> Void] = []
     /// Watchers by slot; slot 0 is reserved (the epoll wakeup channel).
-    final var watchers: [(any LoopWatcher)?] = [nil]
+    private(set) var watchers: [(any LoopWatcher)?] = [nil]
     /// Each slot's current generation; a token of an older generation is stale.
-    final var generations: [UInt32] = [0]
-    private final var freeSlots: [Int] = []
+    private(set) var generations: [UInt32] = [0]
+    private var freeSlots: [Int] = []
     /// Slots in use (registrations not yet unregistered).
-    private(set) final var liveRegistrations = 0
+    private(set) var liveRegistrations = 0
     /// The loop's timers (`LoopTimer` inserts and removes itself).
-    final var timers = TimerHeap()
+    var timers = TimerHeap()
     /// The loop clock: monotonic nanoseconds, refreshed on every loop iteration or turn.
-    final var now: UInt64 = ats_monotonic_nanoseconds()
+    var now: UInt64 = ats_monotonic_nanoseconds()
     /// Readiness reports handed to watchers so far (for tests: a quiet loop stays quiet).
-    final var reportsDelivered = 0
+    var reportsDelivered = 0
     /// True while the epoll backend hands a batch of two or more readiness reports to watchers;
     /// small writes made meanwhile wait for the batch's end (`TCPConnection.write`).
-    final var deliveringBatch = false
+    var deliveringBatch = false
     /// Connections holding writes for the end of the batch. Writing at once would wake the peer
     /// (an origin, a client) while this loop still has ready connections to serve, and on a busy
     /// machine the woken peer preempts the loop: one context switch per write. Measured at
     /// keep-alive c=16 (A/B, both orders): 0.76–0.83 times the proxy CPU per request, 1.12–1.27
     /// times the request rate.
-    final var batchedWriters: [TCPConnection] = []
-    private final var flushingWriters: [TCPConnection] = []
+    var batchedWriters: [TCPConnection] = []
+    private var flushingWriters: [TCPConnection] = []
+
+    /// Creates empty bookkeeping for a backend that does (Dispatch) or does not (epoll) need
+    /// `setInterest` kept current.
+    init(tracksInterest: Bool) {
+        self.tracksInterest = tracksInterest
+    }
 
     /// Ends a batch: every held write goes to its socket, in the order the connections first wrote.
-    final func flushBatchedWriters() {
+    func flushBatchedWriters() {
         deliveringBatch = false
         guard !batchedWriters.isEmpty else { return }
         swap(&batchedWriters, &flushingWriters)
@@ -223,63 +272,25 @@ class LoopCore: @unchecked Sendable {
         flushingWriters.removeAll(keepingCapacity: true)
     }
 
-    init(backend: EventLoopBackend, tracksInterest: Bool) {
-        self.backend = backend
-        self.tracksInterest = tracksInterest
-    }
-
-    // MARK: Backend interface
-
-    /// True when called on the loop.
-    var isCurrentThread: Bool { preconditionFailure("LoopCore is abstract") }
-
-    /// Queues `work` to run on the loop; any thread.
-    func enqueue(_ work: @escaping @Sendable () -> Void) { preconditionFailure("LoopCore is abstract") }
-
-    /// Asks the loop to stop once it has no registrations and no timers left; any thread.
-    func requestStop() { preconditionFailure("LoopCore is abstract") }
-
-    /// Starts reports for `fd` (see the type's contract). `edgeTriggered` applies to the epoll
-    /// backend, which then watches both directions regardless of `interest`.
-    func register(fd: Int32, interest: UInt32, edgeTriggered: Bool, watcher: any LoopWatcher) throws(IOError)
-        -> LoopToken
-    {
-        preconditionFailure("LoopCore is abstract")
-    }
-
-    /// Reports the watcher wants from now on (`ATS_POLL_IN`/`ATS_POLL_OUT` bits). No-op unless
-    /// `tracksInterest`.
-    func setInterest(_ token: LoopToken, interest: UInt32) {}
-
-    /// Forgets a registration and leaves `fd` open (the listener backing off). `then` runs on the loop
-    /// once the backend has let go of `fd` (never within this call): only then may it be closed or
-    /// registered again (Dispatch sources still own it until their cancel handlers have run).
-    func unregister(_ token: LoopToken, fd: Int32, then: @escaping () -> Void) {
-        preconditionFailure("LoopCore is abstract")
-    }
-
-    /// Forgets a registration and closes `fd` (now or once the backend lets go of it); `then`
-    /// runs on the loop afterwards, never within this call. The caller must not touch `fd` again.
-    func unregisterAndClose(_ token: LoopToken, fd: Int32, then: (() -> Void)?) {
-        preconditionFailure("LoopCore is abstract")
-    }
-
-    // MARK: Shared bookkeeping
-
-    /// Hands a registration to another watcher (a connector's socket becoming a connection).
-    final func reassign(_ token: LoopToken, to watcher: any LoopWatcher) {
+    /// Hands a registration to another watcher. Traps on a stale token.
+    func reassign(_ token: LoopToken, to watcher: any LoopWatcher) {
         precondition(generations[token.slot] == token.generation, "stale loop token")
         watchers[token.slot] = watcher
     }
 
     /// The watcher `token` still names, or nil when it is stale.
     @inline(__always)
-    final func watcher(slot: Int, generation: UInt32) -> (any LoopWatcher)? {
+    func watcher(slot: Int, generation: UInt32) -> (any LoopWatcher)? {
         guard slot < watchers.count, generations[slot] == generation else { return nil }
         return watchers[slot]
     }
 
-    final func allocate(_ watcher: any LoopWatcher) -> LoopToken {
+    /// True when `token` names a live registration (its slot has not been released since).
+    @inline(__always)
+    func isCurrent(_ token: LoopToken) -> Bool { generations[token.slot] == token.generation }
+
+    /// Takes a slot for `watcher` (a free one first) and returns its token.
+    func allocate(_ watcher: any LoopWatcher) -> LoopToken {
         liveRegistrations += 1
         if let slot = freeSlots.popLast() {
             watchers[slot] = watcher
@@ -290,7 +301,8 @@ class LoopCore: @unchecked Sendable {
         return LoopToken(slot: watchers.count - 1, generation: 1)
     }
 
-    final func release(_ token: LoopToken) {
+    /// Frees `token`'s slot and makes every token for it stale; a stale token is ignored.
+    func release(_ token: LoopToken) {
         guard generations[token.slot] == token.generation else { return }
         liveRegistrations -= 1
         watchers[token.slot] = nil
@@ -300,10 +312,10 @@ class LoopCore: @unchecked Sendable {
     }
 
     /// True when nothing keeps the loop busy: no registrations and no armed timers.
-    final var isIdle: Bool { liveRegistrations == 0 && timers.isEmpty }
+    var isIdle: Bool { liveRegistrations == 0 && timers.isEmpty }
 
     /// Fires every timer whose deadline passed, one at a time (a handler may arm or cancel timers).
-    final func fireDueTimers() {
+    func fireDueTimers() {
         while let first = timers.first, first.deadline <= now {
             timers.remove(first)
             first.fire(now: now)
@@ -312,7 +324,7 @@ class LoopCore: @unchecked Sendable {
 
     /// Runs the tasks queued on the loop itself (and those they queue) until none are left, at most
     /// a few rounds so timers and sockets are not starved by a task that keeps re-queueing.
-    final func runLocal() {
+    func runLocal() {
         var rounds = 0
         while !local.isEmpty && rounds < 16 {
             let batch = local

@@ -40,8 +40,8 @@ public final class LoopTimer: @unchecked Sendable {
         self.loop = loop
         self.interval = interval.map(\.loopNanoseconds)
         self.handler = handler
-        deadline = loop.core.now &+ delay.loopNanoseconds
-        loop.core.timers.insert(self)
+        deadline = loop.state.now &+ delay.loopNanoseconds
+        loop.state.timers.insert(self)
     }
 
     /// Runs `handler` once on `loop` after `delay`. Call on the loop.
@@ -72,13 +72,13 @@ public final class LoopTimer: @unchecked Sendable {
         loop.assertInLoop()
         switch state {
         case .armed:
-            let next = loop.core.now &+ delay.loopNanoseconds
+            let next = loop.state.now &+ delay.loopNanoseconds
             if next >= deadline {
                 pushedDeadline = next
             } else {
                 pushedDeadline = nil
                 deadline = next
-                loop.core.timers.update(self)
+                loop.state.timers.update(self)
             }
             return true
         case .done:
@@ -94,7 +94,7 @@ public final class LoopTimer: @unchecked Sendable {
             state = .done
             handler = nil
             pushedDeadline = nil
-            loop.core.timers.remove(self)
+            loop.state.timers.remove(self)
         case .done:
             return
         }
@@ -110,13 +110,13 @@ public final class LoopTimer: @unchecked Sendable {
                 if pushed > now {
                     // Pushed back since it was placed: wait for the rest of the time.
                     deadline = pushed
-                    loop.core.timers.insert(self)
+                    loop.state.timers.insert(self)
                     return
                 }
             }
             if let interval {
                 deadline = now &+ max(interval, 1)
-                loop.core.timers.insert(self)
+                loop.state.timers.insert(self)
             } else {
                 state = .done
                 handler = nil

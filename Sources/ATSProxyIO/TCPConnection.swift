@@ -23,7 +23,7 @@ import Foundation
 /// - Held writes: a small write (≤ `batchedWriteLimit`) made while the epoll loop delivers a batch
 ///   of two or more readiness reports is held in the queue until the batch ends (or every
 ///   `EpollLoopCore.reportsPerFlush` reports), so that the loop serves its ready connections
-///   before its writes wake the peers (see `LoopCore.batchedWriters`). A larger write first sends
+///   before its writes wake the peers (see `LoopState.batchedWriters`). A larger write first sends
 ///   what is held, then goes out at once as usual.
 /// - Watermarks: crossing `highWatermark` reports "not writable", falling to `lowWatermark` reports
 ///   "writable" again. The queue is never bounded by the connection itself: callers honour the
@@ -184,7 +184,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         Socket.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
         self.remoteAddress = remoteAddress ?? SocketAddress.of(fd: fd, peer: true)
         self.token = token
-        loop.core.reassign(token, to: self)
+        loop.state.reassign(token, to: self)
     }
 
     public var description: String {
@@ -250,12 +250,12 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
             }
         }
         if lifecycle == .open, writeQueue.isEmpty, !awaitingWritable {
-            if loop.core.deliveringBatch, small {
+            if loop.state.deliveringBatch, small {
                 // Held for the end of the batch, in a chunk sized for a few small writes.
                 enqueue(bytes, minimumCapacity: WriteChunk.batchedCapacity)
                 // Listed once per time the queue fills from empty; a second entry in one batch
                 // (after a large write emptied the queue) finds nothing or flushes in order.
-                loop.core.batchedWriters.append(self)
+                loop.state.batchedWriters.append(self)
                 updateWatermarkAfterEnqueue()
                 return
             }
@@ -316,7 +316,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
             updateInterest()
             // Dispatch: a read source first started after the peer hung up never fires (libdispatch
             // has dropped the fd), so look once instead of trusting it; a spare read costs EAGAIN.
-            if loop.core.tracksInterest { readReady = true }
+            if loop.state.tracksInterest { readReady = true }
             if lifecycle == .open && readReady { scheduleRead() }
         case .reading, .eof:
             return
@@ -619,7 +619,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
     /// registration already reports both directions, edge-triggered).
     @inline(__always)
     private func updateInterest() {
-        guard loop.core.tracksInterest, lifecycle == .open, let token else { return }
+        guard loop.state.tracksInterest, lifecycle == .open, let token else { return }
         loop.core.setInterest(token, interest: wantedInterest)
     }
 

@@ -336,9 +336,9 @@ struct EventLoopBackendTests {
         let connection = try #require(accepted.wait())
         client.send(String(repeating: "x", count: 10_000))
         usleep(20_000)
-        let before = onLoop(loop) { loop.core.reportsDelivered }
+        let before = onLoop(loop) { loop.state.reportsDelivered }
         usleep(200_000)
-        let after = onLoop(loop) { loop.core.reportsDelivered }
+        let after = onLoop(loop) { loop.state.reportsDelivered }
         #expect(after - before < 20, "\(after - before) reports while paused")
         #expect(onLoop(loop) { pauser.bytes } == 0)
         loop.execute { connection.resumeReading() }
@@ -446,7 +446,7 @@ struct EventLoopBackendTests {
     @Test("a released loop stops and frees its state", arguments: EventLoopBackend.allCases)
     func releasedLoopShutsDown(backend: EventLoopBackend) throws {
         /// Watches the loop core being freed.
-        final class WeakCore: @unchecked Sendable { weak var core: LoopCore? }
+        final class WeakCore: @unchecked Sendable { weak var core: (any LoopCore)? }
         let weak = WeakCore()
         do {
             let group = EventLoopGroup(loopCount: 1, backend: backend)
