@@ -80,17 +80,6 @@ public struct ATSErrorResponse: Sendable, Equatable {
         return fields
     }
 
-    /// The response as HTTP/1.1 bytes, with Content-Length and the given connection disposition.
-    public func serialized(keepAlive: Bool) -> [UInt8] {
-        let bodyBytes = Array(body.utf8)
-        var head = "HTTP/1.1 \(status) \(reason)\r\n"
-        for header in headers { head += "\(header.name): \(header.value)\r\n" }
-        head += "Content-Length: \(bodyBytes.count)\r\n"
-        head += keepAlive ? "" : "Connection: close\r\n"
-        head += "\r\n"
-        return Array(head.utf8) + bodyBytes
-    }
-
     /// Header values must be one line of visible ASCII; anything else becomes a space or `?`.
     static func oneLine(_ text: String) -> String {
         String(

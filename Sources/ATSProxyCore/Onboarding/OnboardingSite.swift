@@ -17,16 +17,6 @@ public struct OnboardingSite: Sendable {
         public let contentType: String
         public let fileName: String?
         public let body: [UInt8]
-
-        /// HTTP/1.1 bytes of the page.
-        public func serialized(keepAlive: Bool, headOnly: Bool = false) -> [UInt8] {
-            var head =
-                "HTTP/1.1 \(status) \(reason)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\nCache-Control: no-store\r\n"
-            if let fileName { head += "Content-Disposition: attachment; filename=\"\(fileName)\"\r\n" }
-            if !keepAlive { head += "Connection: close\r\n" }
-            head += "\r\n"
-            return Array(head.utf8) + (headOnly ? [] : body)
-        }
     }
 
     public let caPEM: [UInt8]
