@@ -195,7 +195,7 @@ enum ReadScratch {
 /// `receive`, takes network bytes out with `takeOutbound`, and calls `handshake`, `read` and
 /// `write`; the engine never touches a socket, a clock or a queue.
 ///
-/// Not thread-safe: confine it to one thread or serial queue (the driver's). The context must
+/// Not thread-safe: confine it to one thread or serial queue (in the proxy, its owner's event loop). The context must
 /// outlive it (it keeps a strong reference). `deinit` frees the SSL and both BIOs.
 public final class TLSConnection {
     /// Where the connection is in its life.

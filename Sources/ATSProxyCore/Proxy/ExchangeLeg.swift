@@ -14,7 +14,7 @@ import Foundation
 /// `commands`, delivers the response as the owner's client expects it (`Delivery`), and tells the owner what only
 /// the owner can do with `signals` (read the next request, close the client, switch to raw bytes).
 ///
-/// Not thread-safe: used on its owner's driver queue. It owns its upstream TLS engine.
+/// Not thread-safe: used on the event loop of its owner's driver. It owns its upstream TLS engine.
 struct ExchangeLeg {
     /// How responses reach the owner's client.
     enum Delivery {

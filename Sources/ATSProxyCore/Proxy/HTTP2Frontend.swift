@@ -15,7 +15,7 @@ import Foundation
 /// beyond a per-stream watermark (or, for streams the client is not reading, beyond a per-connection one) pause
 /// the lane's upstream reads until the client's windows drain them.
 ///
-/// Not thread-safe: owned by one `ProxySession`, used on its driver's queue. Plaintext in, plaintext out: the
+/// Not thread-safe: owned by one `ProxySession`, used on its driver's event loop. Plaintext in, plaintext out: the
 /// owning session runs the TLS.
 final class HTTP2Frontend {
     /// What the owner must do after a call: send `toClient` (plaintext, to be encrypted), run `commands`, and

@@ -10,7 +10,7 @@ import Foundation
 /// on a leg of its own. It never touches a socket or a clock: the driver feeds `ProxyEvent`s with the current time
 /// and executes the returned `ProxyCommand`s in order.
 ///
-/// Not thread-safe: one driver owns it on one serial queue. It owns its client TLS engine.
+/// Not thread-safe: one driver owns it on one event loop. It owns its client TLS engine.
 ///
 /// This file holds its state and the event dispatch; each job is an extension of its own: `+ClientInput` (parser,
 /// client TLS), `+Requests` (request heads to the leg), `+Connect` (CONNECT, interception, passthrough),

@@ -22,8 +22,8 @@ import ATSTLS
 /// Every method returns `Output`s in order: channel outputs as they happen, then at most one `.network` with
 /// everything to send (TLS-encrypted when `tls` is set), then `.closeConnection` once, when the link is finished.
 ///
-/// Threading: not thread-safe and not `Sendable`; one driver owns it (and the `TLSConnection`, the
-/// `HTTP2Session`) on one serial queue.
+/// Threading: not thread-safe and not `Sendable`; one driver (the I/O layer's `UpstreamLinkDriver`) owns it
+/// (and the `TLSConnection`, the `HTTP2Session`) on one event loop, whatever sessions its channels serve.
 public final class UpstreamH2Link {
     /// Identifies a channel for as long as it is open; never reused by one link.
     public typealias ChannelID = Int
