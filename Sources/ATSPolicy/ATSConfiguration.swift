@@ -138,7 +138,7 @@ public struct PinnedDomain: Sendable, Hashable, Codable {
 
 /// The parsed `NSAppTransportSecurity` dictionary: every key with its effective value, plus the
 /// messages Apple's parser would log while reading it.
-public struct ATSConfiguration: Sendable, Codable {
+public struct ATSConfiguration: Sendable, Equatable, Codable {
     public var allowsArbitraryLoads: BooleanSetting = .absent
     public var allowsArbitraryLoadsForMedia: BooleanSetting = .absent
     public var allowsArbitraryLoadsInWebContent: BooleanSetting = .absent
