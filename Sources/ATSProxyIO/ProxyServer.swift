@@ -90,10 +90,15 @@ public final class ProxyServer: Sendable {
 
     /// The 503 for clients beyond --max-connections.
     static let overLimitResponse: [UInt8] = {
-        let body = "ats-proxy: too many connections.\r\n"
-        return Array(
-            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
-                .utf8)
+        let body = Array("ats-proxy: too many connections.\r\n".utf8)
+        let head = HTTPResponseHead(
+            status: 503, reason: "Service Unavailable",
+            headers: [
+                "Content-Type": "text/plain", "Content-Length": String(body.count), "Connection": "close",
+            ])
+        var bytes: [UInt8] = []
+        HTTP1Serializer.writeResponseHead(head, into: &bytes)
+        return bytes + body
     }()
 
     private func accept(_ connection: TCPConnection) {

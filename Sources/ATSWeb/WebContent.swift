@@ -1,3 +1,4 @@
+import ATSProxyCore
 import Foundation
 
 /// What the live page offers besides the flows: a title line, the downloads, and the session's
@@ -54,21 +55,49 @@ struct WebResponse {
             status: status, reason: reason, contentType: "text/plain; charset=utf-8", body: Array(text.utf8))
     }
 
-    /// The bytes on the wire; `headOnly` for HEAD.
+    /// The bytes on the wire, written by the proxy's HTTP/1.1 serializer; `headOnly` for HEAD (the head keeps the
+    /// body's length).
     func serialized(headOnly: Bool) -> [UInt8] {
-        var head = "HTTP/1.1 \(status) \(reason)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n"
-        head += "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n"
+        var fields: [HTTPField] = [
+            HTTPField(name: "Content-Type", value: contentType),
+            HTTPField(name: "Content-Length", value: String(body.count)),
+        ]
+        fields += Self.commonFields
         if contentType.hasPrefix("text/html") {
-            head +=
-                "Content-Security-Policy: default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:\r\nX-Frame-Options: DENY\r\n"
+            fields.append(
+                HTTPField(
+                    name: "Content-Security-Policy",
+                    value:
+                        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:"
+                ))
+            fields.append(HTTPField(name: "X-Frame-Options", value: "DENY"))
         }
-        if let fileName { head += "Content-Disposition: attachment; filename=\"\(fileName)\"\r\n" }
-        head += "\r\n"
-        return Array(head.utf8) + (headOnly ? [] : body)
+        if let fileName {
+            fields.append(HTTPField(name: "Content-Disposition", value: "attachment; filename=\"\(fileName)\""))
+        }
+        var bytes: [UInt8] = []
+        HTTP1Serializer.writeResponseHead(
+            HTTPResponseHead(status: status, reason: reason, headers: HTTPFields(fields)), into: &bytes)
+        if !headOnly { bytes += body }
+        return bytes
     }
 
+    /// What every answer of the web view carries after its type and length: not cached, not sniffed, and the
+    /// connection closes after it.
+    static let commonFields = [
+        HTTPField(name: "Cache-Control", value: "no-store"),
+        HTTPField(name: "X-Content-Type-Options", value: "nosniff"),
+        HTTPField(name: "Connection", value: "close"),
+    ]
+
     /// The head that opens the event stream (its body lasts until either side closes).
-    static let eventStreamHead = Array(
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n"
-            .utf8)
+    static let eventStreamHead: [UInt8] = {
+        var bytes: [UInt8] = []
+        HTTP1Serializer.writeResponseHead(
+            HTTPResponseHead(
+                status: 200, reason: "OK",
+                headers: HTTPFields([HTTPField(name: "Content-Type", value: "text/event-stream")] + commonFields)),
+            into: &bytes)
+        return bytes
+    }()
 }

@@ -1,7 +1,8 @@
 /// A response a session makes itself (the `X-ATS-*` 403/502/504 answers, 400/403/408/421/508, the onboarding
 /// pages), as message parts: the same vocabulary relayed responses use, so that one path delivers it to an HTTP/1.1
-/// client (as text) or to an HTTP/2 stream (as frames). Not covered yet: the `200 Connection established` of a
-/// CONNECT (an HTTP/1.1-only answer) and the HTTP/2 frontend's own 405/421 for streams no lane serves.
+/// client (as text) or to an HTTP/2 stream (as frames). Not covered: the `200 Connection established` of a
+/// CONNECT (an HTTP/1.1-only answer with no body, written by `HTTP1Serializer` directly) and the HTTP/2 frontend's
+/// own 405/421 for streams no lane serves.
 struct LocalResponse: Sendable {
     /// The status code.
     var status: Int

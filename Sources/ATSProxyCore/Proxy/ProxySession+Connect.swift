@@ -96,7 +96,10 @@ extension ProxySession {
     mutating func grantTunnel() {
         switch entry {
         case .httpConnect, .tlsConnect:
-            leg.commands.append(.writeToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)))
+            var granted: [UInt8] = []
+            HTTP1Serializer.writeResponseHead(
+                HTTPResponseHead(status: 200, reason: "Connection established"), into: &granted)
+            leg.commands.append(.writeToClient(granted))
         case .socks5:
             precondition(socksReplyPending, "ProxySession.grantTunnel: the SOCKS5 reply was sent already")
             socksReplyPending = false
