@@ -108,9 +108,9 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
     public var lowWatermark: Int = 64 * 1024
 
     /// Bytes accepted by `write` but not yet taken by the kernel.
-    public private(set) var queuedBytes = 0
+    public var queuedBytes: Int { pending.queuedBytes }
     /// The largest `queuedBytes` ever observed (for tests and statistics).
-    public private(set) var maxQueuedBytes = 0
+    public var maxQueuedBytes: Int { pending.maxQueuedBytes }
     /// Total bytes read from the socket.
     public private(set) var bytesRead: UInt64 = 0
     /// Total bytes written to the socket.
@@ -143,9 +143,8 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
     private var readScheduled = false
     /// The kernel refused bytes; the next writable report flushes.
     private var awaitingWritable = false
-    /// Bytes the kernel has not taken yet, oldest first; `headOffset` bytes of the first are sent.
-    private var writeQueue: [WriteChunk] = []
-    private var headOffset = 0
+    /// Bytes the kernel has not taken yet, oldest first.
+    private var pending = PendingWrites()
     private var aboveHighWatermark = false
     private var closeWhenDrained = false
     /// Called after `connectionDidClose` (the listener uses it to count live connections).
@@ -221,7 +220,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
                 readReady = true
                 scheduleRead()
             }
-            if !writeQueue.isEmpty || output == .shutdownPending { flush() }
+            if !pending.isEmpty || output == .shutdownPending { flush() }
         case .open, .closing, .closed:
             return
         }
@@ -234,7 +233,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         guard acceptsWrites, !bytes.isEmpty else { return }
         var remaining = bytes
         let small = bytes.count <= Self.batchedWriteLimit
-        if lifecycle == .open, !awaitingWritable, !aboveHighWatermark, !writeQueue.isEmpty, !small {
+        if lifecycle == .open, !awaitingWritable, !aboveHighWatermark, !pending.isEmpty, !small {
             // A large write behind held ones: send those now, so that this one can still go
             // straight from the caller's memory instead of being copied into the queue. (Held
             // bytes above the high watermark take the queue's way instead: `flush` reports the
@@ -249,7 +248,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
                 return
             }
         }
-        if lifecycle == .open, writeQueue.isEmpty, !awaitingWritable {
+        if lifecycle == .open, pending.isEmpty, !awaitingWritable {
             if loop.state.deliveringBatch, small {
                 // Held for the end of the batch, in a chunk sized for a few small writes.
                 enqueue(bytes, minimumCapacity: WriteChunk.batchedCapacity)
@@ -331,7 +330,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         switch output {
         case .open:
             output = .shutdownPending
-            if lifecycle == .open, writeQueue.isEmpty { completeShutdown() }
+            if lifecycle == .open, pending.isEmpty { completeShutdown() }
         case .shutdownPending, .shutdown:
             return
         }
@@ -351,7 +350,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
     /// The end of the loop's batch: write what was held (`flush`, which also completes a pending
     /// shutdown or close and reports the drain).
     func flushBatched() {
-        guard lifecycle == .open, !awaitingWritable, !writeQueue.isEmpty else { return }
+        guard lifecycle == .open, !awaitingWritable, !pending.isEmpty else { return }
         flush()
     }
 
@@ -374,12 +373,15 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
 
     /// Writes queued chunks until the queue empties or the kernel refuses; no callbacks.
     private func writeQueuedBytes() -> QueueWriteOutcome {
-        while !writeQueue.isEmpty {
-            let n = writeQueuedChunks()
+        while !pending.isEmpty {
+            let n = pending.withVectors { vectors in
+                vectors.count == 1
+                    ? sysWrite(fileDescriptor, vectors[0].iov_base, vectors[0].iov_len)
+                    : writev(fileDescriptor, vectors.baseAddress, Int32(vectors.count))
+            }
             if n > 0 {
                 bytesWritten += UInt64(n)
-                queuedBytes -= n
-                consumeQueued(n)
+                pending.consume(n)
                 continue
             }
             let code = currentErrno()
@@ -394,7 +396,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
     public func closeAfterFlush() {
         loop.assertInLoop()
         guard isOpen else { return }
-        if writeQueue.isEmpty {
+        if pending.isEmpty {
             terminate(.local)
         } else {
             closeWhenDrained = true
@@ -424,7 +426,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
     func loopEvent(_ events: UInt32) {
         guard lifecycle == .open else { return }
         if events & UInt32(ATS_POLL_HUP | ATS_POLL_ERR) != 0 { peerHungUp = true }
-        if events & UInt32(ATS_POLL_OUT | ATS_POLL_ERR) != 0, awaitingWritable || !writeQueue.isEmpty {
+        if events & UInt32(ATS_POLL_OUT | ATS_POLL_ERR) != 0, awaitingWritable || !pending.isEmpty {
             awaitingWritable = false
             flush()
             guard lifecycle == .open else { return }
@@ -502,11 +504,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
     // MARK: Write side
 
     private func enqueue(_ bytes: UnsafeRawBufferPointer, minimumCapacity: Int) {
-        if writeQueue.isEmpty || !writeQueue[writeQueue.count - 1].append(bytes) {
-            writeQueue.append(WriteChunk(copying: bytes, minimumCapacity: minimumCapacity))
-        }
-        queuedBytes += bytes.count
-        maxQueuedBytes = max(maxQueuedBytes, queuedBytes)
+        pending.append(bytes, minimumCapacity: minimumCapacity)
     }
 
     private func updateWatermarkAfterEnqueue() {
@@ -547,45 +545,6 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         if hadQueued { storedHandler?.connectionDidDrain(self) }
     }
 
-    /// One `write` for a single queued chunk, one `writev` for up to 16.
-    private func writeQueuedChunks() -> Int {
-        let count = min(writeQueue.count, 16)
-        if count == 1 {
-            let chunk = writeQueue[0]
-            return sysWrite(fileDescriptor, chunk.base + headOffset, chunk.count - headOffset)
-        }
-        return withUnsafeTemporaryAllocation(of: iovec.self, capacity: count) { vectors in
-            for index in 0..<count {
-                let chunk = writeQueue[index]
-                let offset = index == 0 ? headOffset : 0
-                vectors[index] = iovec(iov_base: chunk.base + offset, iov_len: chunk.count - offset)
-            }
-            return writev(fileDescriptor, vectors.baseAddress, Int32(count))
-        }
-    }
-
-    /// Drops the `written` bytes from the head of the queue, freeing finished chunks.
-    private func consumeQueued(_ written: Int) {
-        var left = written
-        var finished = 0
-        while left > 0 {
-            let available = writeQueue[finished].count - headOffset
-            if left < available {
-                headOffset += left
-                break
-            }
-            left -= available
-            writeQueue[finished].free()
-            finished += 1
-            headOffset = 0
-        }
-        if finished == writeQueue.count {
-            writeQueue.removeAll(keepingCapacity: writeQueue.capacity <= 16)
-        } else if finished > 0 {
-            writeQueue.removeFirst(finished)
-        }
-    }
-
     private func reportWritableIfBelowLow() {
         if aboveHighWatermark, queuedBytes <= lowWatermark {
             aboveHighWatermark = false
@@ -611,7 +570,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
     private var wantedInterest: UInt32 {
         var interest: UInt32 = 0
         if input == .reading { interest |= UInt32(ATS_POLL_IN) }
-        if awaitingWritable || !writeQueue.isEmpty { interest |= UInt32(ATS_POLL_OUT) }
+        if awaitingWritable || !pending.isEmpty { interest |= UInt32(ATS_POLL_OUT) }
         return interest
     }
 
@@ -638,10 +597,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
             return
         }
         lifecycle = .closing(reason)
-        for index in writeQueue.indices { writeQueue[index].free() }
-        writeQueue = []
-        headOffset = 0
-        queuedBytes = 0
+        pending.removeAll()
         if let token {
             self.token = nil
             loop.core.unregisterAndClose(token, fd: fileDescriptor) { [self] in deliverClose(reason) }
