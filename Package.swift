@@ -9,8 +9,10 @@ import PackageDescription
 /// - ATSProxyIO: event loops, sockets, resolver, upstream pool → ATSProxyCore, CATSPoll;
 /// - ATSReport: report.json/html, JUnit, minimal Info.plist dictionary → ATSProxyCore, ATSPolicy;
 /// - ATSDiagnose: the `diagnose` matrix (nscurl --ats-diagnostics) → ATSTLS, ATSPolicy;
-/// - ATSAppTrust: AFNetworking's AFSecurityPolicy emulated on real and interception chains (--af-policy) → ATSTLS, ATSPolicy;
-/// - ATSProxyCore: the sans-io proxy (no sockets, no files) → ATSPolicy, ATSTLS, ATSHTTP2, ATSAppTrust;
+/// - ATSAppTrust: AFNetworking's AFSecurityPolicy emulated on real and interception chains (--af-policy), and the core's
+///   AppTrustProvider (--challenge, --af-policy while the proxy runs) → ATSTLS, ATSPolicy, ATSProxyCore;
+/// - ATSProxyCore: the sans-io proxy (no sockets, no files) → ATSPolicy, ATSTLS, ATSHTTP2 (features such as app trust
+///   plug in through protocols it declares);
 /// - ATSTLS: the only OpenSSL user → ATSPolicy, COpenSSL, COpenSSLShims;
 /// - ATSHTTP2: the only nghttp2 user → CNGHTTP2;
 /// - ATSPolicy: pure Swift ATS model and evaluator (no C);
@@ -77,11 +79,13 @@ let package = Package(
         .target(name: "ATSTLS", dependencies: ["ATSPolicy", "COpenSSL", "COpenSSLShims"], swiftSettings: hotPath),
         .target(name: "ATSHTTP2", dependencies: ["CNGHTTP2"], swiftSettings: hotPath),
         .target(
-            name: "ATSProxyCore", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSAppTrust"],
+            name: "ATSProxyCore", dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2"],
             swiftSettings: hotPath),
         .target(name: "ATSReport", dependencies: ["ATSPolicy", "ATSTLS", "ATSProxyCore"]),
         .target(name: "ATSDiagnose", dependencies: ["ATSPolicy", "ATSTLS"]),
-        .target(name: "ATSAppTrust", dependencies: ["ATSPolicy", "ATSTLS"]),
+        // App-trust features (--challenge, --af-policy) implement the core's AppTrustProvider: they depend on the core,
+        // never the other way round.
+        .target(name: "ATSAppTrust", dependencies: ["ATSPolicy", "ATSTLS", "ATSProxyCore"]),
         .target(
             name: "ATSProxyIO",
             dependencies: ["ATSProxyCore", "CATSPoll", .product(name: "Logging", package: "swift-log")],
@@ -128,7 +132,7 @@ let package = Package(
         .testTarget(name: "ATSHTTP2Tests", dependencies: ["ATSHTTP2", "ATSTestSupport"]),
         .testTarget(
             name: "ATSProxyCoreTests",
-            dependencies: ["ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSReport", "ATSTestSupport"]
+            dependencies: ["ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSReport", "ATSTestSupport", "ATSAppTrust"]
         ),
         .testTarget(
             name: "ATSReportTests",

@@ -1,3 +1,4 @@
+import ATSAppTrust
 import ATSHTTP2
 import ATSPolicy
 import ATSTLS

@@ -118,7 +118,7 @@ extension ExchangeLeg {
             // Certificate Transparency's outcome where it applies ("CT not evaluated: …" without a current list).
             if let ct = UpstreamJudge(requirements: requirements).ctStatus(summary).text { exchange?.tls?["ct"] = ct }
             exchange?.timings.secured = now
-            if let appTrust = services.appTrust, !appTrust.pinningPolicies.isEmpty, !summary.resumedSession,
+            if let appTrust = services.appTrust, appTrust.evaluatesPinning, !summary.resumedSession,
                 let pinning = appTrust.pinning(host: key.host, realChain: tls.peerCertificates, at: now)
             {
                 // `--af-policy`: would the app accept this chain, and the one the proxy shows it instead? (A resumed

@@ -19,11 +19,11 @@ public final class ProxyServices: Sendable {
     /// The CA onboarding pages (nil: requests to the proxy itself get a short status text).
     public let onboarding: OnboardingSite?
     /// `--challenge` and `--af-policy` (nil: neither given).
-    public let appTrust: AppTrustServices?
+    public let appTrust: (any AppTrustProvider)?
 
     public init(
         policy: PolicyStore, settings: ProxySettings, serverTLS: ServerTLSContext, upstreamTLS: UpstreamTLSClient,
-        processID: Int, onboarding: OnboardingSite? = nil, appTrust: AppTrustServices? = nil,
+        processID: Int, onboarding: OnboardingSite? = nil, appTrust: (any AppTrustProvider)? = nil,
         proxyTLS: ServerTLSContext? = nil
     ) {
         self.onboarding = onboarding

@@ -1,13 +1,14 @@
-import ATSAppTrust
 import ATSPolicy
+import ATSProxyCore
 import ATSTLS
 import Foundation
 
 /// What the proxy needs to test the app's own trust decisions while it runs: the forged servers of
 /// `--challenge` (which connections get one, and the TLS contexts that present them) and the app's
 /// AFSecurityPolicy of `--af-policy` (evaluated on every new upstream chain of a host it names, and on the chain
-/// the proxy mints for that host). Immutable and thread-safe; nil in `ProxyServices` when neither is given.
-public final class AppTrustServices: Sendable {
+/// the proxy mints for that host). The core reaches it as its `AppTrustProvider`. Immutable and thread-safe; nil in
+/// `ProxyServices` when neither is given.
+public final class AppTrustServices: AppTrustProvider {
     /// `--challenge`: which client connections are challenged, and with what.
     public let challenges: ChallengeRotation?
     public let challengeContexts: ChallengeTLSContexts?
@@ -34,7 +35,7 @@ public final class AppTrustServices: Sendable {
 
     /// The challenge (if any) the next client connection to `host` gets, with the engine presenting it. Nil for
     /// a normal connection.
-    func challenge(host: String) throws -> (kind: ChallengeKind, engine: TLSConnection)? {
+    public func challenge(host: String) throws -> (kind: ChallengeKind, engine: TLSConnection)? {
         guard let challenges, let challengeContexts else { return nil }
         switch challenges.assign(host: host) {
         case .normal: return nil
@@ -44,7 +45,7 @@ public final class AppTrustServices: Sendable {
 
     /// The app's AFSecurityPolicy verdicts for `host`: on the chain the origin presented (`realChain`, leaf
     /// first) and on the chain the proxy presents to the app for that host. Nil when no `--af-policy` names it.
-    func pinning(host: String, realChain: [Certificate], at time: Date) -> AppTrustRecord.Pinning? {
+    public func pinning(host: String, realChain: [Certificate], at time: Date) -> AppTrustRecord.Pinning? {
         guard let spec = AFPolicySpec.first(pinningPolicies, matching: host) else { return nil }
         let real = realTrust.evaluate(spec.policy, chain: realChain, domain: host, at: time)
         let interception: AppTrustRecord.Verdict
@@ -62,6 +63,9 @@ public final class AppTrustServices: Sendable {
             policy: spec.text, scenario: scenario.rawValue, scenarioMeaning: scenario.meaning,
             realChain: Self.verdict(real, role: .real, host: host), interceptionChain: interception)
     }
+
+    /// Whether any `--af-policy` is set.
+    public var evaluatesPinning: Bool { !pinningPolicies.isEmpty }
 
     static func verdict(_ verdict: AFVerdict, role: AFChainRole, host: String) -> AppTrustRecord.Verdict {
         AppTrustRecord.Verdict(accepted: verdict.isAccepted, meaning: verdict.meaning(for: role, host: host))
