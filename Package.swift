@@ -8,7 +8,8 @@ import PackageDescription
 /// - ats-proxy (the command line) → ATSProxyIO, ATSReport, ATSDiagnose and everything below;
 /// - ATSProxyIO: event loops, sockets, resolver, upstream pool → ATSProxyCore, CATSPoll;
 /// - ATSReport: report.json/html, JUnit, minimal Info.plist dictionary → ATSProxyCore, ATSPolicy;
-/// - ATSDiagnose: the `diagnose` matrix (nscurl --ats-diagnostics) → ATSTLS, ATSPolicy;
+/// - ATSDiagnose: the `diagnose` matrix (nscurl --ats-diagnostics) and UpstreamChecker, the blocking upstream check
+///   `diagnose`, `verify` and the startup checks use → ATSTLS, ATSPolicy;
 /// - ATSAppTrust: AFNetworking's AFSecurityPolicy emulated on real and interception chains (--af-policy), and the core's
 ///   AppTrustProvider (--challenge, --af-policy while the proxy runs) → ATSTLS, ATSPolicy, ATSProxyCore;
 /// - ATSProxyCore: the sans-io proxy (no sockets, no files) → ATSPolicy, ATSTLS, ATSHTTP2 (features such as app trust
@@ -119,13 +120,17 @@ let package = Package(
         // only test targets depend on it.
         .target(
             name: "ATSTestSupport",
-            dependencies: ["ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSSystemTools", "COpenSSL", "COpenSSLShims"],
+            dependencies: [
+                "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSSystemTools", "ATSDiagnose", "COpenSSL", "COpenSSLShims",
+            ],
             path: "Tests/ATSTestSupport"
         ),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], exclude: ["Golden"]),
         .testTarget(
             name: "ATSTLSTests",
-            dependencies: ["ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims", "ATSTestSupport", "ATSSystemTools"]
+            dependencies: [
+                "ATSTLS", "ATSPolicy", "COpenSSL", "COpenSSLShims", "ATSTestSupport", "ATSSystemTools", "ATSDiagnose",
+            ]
         ),
         .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose", "ATSTLS", "ATSPolicy", "ATSTestSupport"]),
         .testTarget(name: "ATSAppTrustTests", dependencies: ["ATSAppTrust", "ATSTLS", "ATSTestSupport"]),

@@ -267,7 +267,7 @@ public struct ATSDiagnostics: Sendable {
         listed.sentence =
             versions.isEmpty
             ? offer.sentence
-            : "the server accepts \(UpstreamChecker.list(versions))"
+            : "the server accepts \(englishList(versions))"
                 + (offer.ecdheProbed && offer.ecdheChoice == nil
                     ? " and refuses every ECDHE suite at TLS 1.2 and below" : "")
         return listed

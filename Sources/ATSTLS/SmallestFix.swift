@@ -2,7 +2,7 @@ import ATSPolicy
 import Foundation
 
 /// The smallest Info.plist change that lets a blocked HTTPS load through, or why none can: one
-/// computation shared by `diagnose` (through `UpstreamChecker`), the proxy's log lines, its
+/// computation shared by `diagnose` (through ATSDiagnose's `UpstreamChecker`), the proxy's log lines, its
 /// 502/504 bodies and `X-ATS-Fix` headers, and so the session report, which reads the fix from
 /// the request records.
 ///
@@ -163,8 +163,8 @@ public struct SmallestFix: Sendable {
         let existing = policy.configuration.exceptionDomains[key] != nil
         let where_ =
             existing
-            ? "add \(UpstreamChecker.list(keys)) to \(ATSKey.exceptionDomains) → \(key)"
-            : "add \(ATSKey.exceptionDomains) → \(key) with \(UpstreamChecker.list(keys))"
+            ? "add \(englishList(keys)) to \(ATSKey.exceptionDomains) → \(key)"
+            : "add \(ATSKey.exceptionDomains) → \(key) with \(englishList(keys))"
         let review = change.insecureHTTP || (change.minimumTLS.map { $0 < .tls12 } ?? false)
         var text = where_ + (review ? "; App Review will ask for a justification" : "")
         if change.trustOverride {

@@ -1,4 +1,5 @@
 import ATSAppTrust
+import ATSDiagnose
 import ATSPolicy
 import ATSProxyCore
 import ATSProxyIO

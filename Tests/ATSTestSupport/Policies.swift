@@ -1,3 +1,4 @@
+import ATSDiagnose
 import ATSPolicy
 import ATSTLS
 import Foundation

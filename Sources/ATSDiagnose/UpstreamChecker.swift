@@ -1,43 +1,11 @@
 import ATSPolicy
+import ATSTLS
 import Foundation
-
-/// What the permissive explanation probe found the server offers.
-public struct ServerOffer: Sendable, Hashable {
-    /// Versions the server completed a handshake with (offered alone, every suite, level 0),
-    /// and the IANA suite it chose for each.
-    public var acceptedVersions: [TLSProtocolVersion: String] = [:]
-    /// The suite the server chose when offered only ECDHE suites at its best TLS ≤ 1.2 version
-    /// (nil: not probed, or it refused them all).
-    public var ecdheChoice: String?
-    /// Whether the ECDHE-only probe ran.
-    public var ecdheProbed = false
-    /// The finding in plain words.
-    public var sentence: String = ""
-
-    /// The highest accepted version.
-    public var highestVersion: TLSProtocolVersion? { acceptedVersions.keys.max() }
-}
-
-/// The Info.plist knowledge the fix finder needs: the app's configuration and the emulation options.
-public struct PolicyContext: Sendable {
-    public let configuration: ATSConfiguration
-    public let options: EvaluationOptions
-
-    public init(configuration: ATSConfiguration, options: EvaluationOptions) {
-        self.configuration = configuration
-        self.options = options
-    }
-
-    /// The decision for `target` under this policy.
-    public func decide(_ target: RequestTarget) -> ATSDecision {
-        ATSEvaluator(configuration: configuration, options: options).evaluate(target)
-    }
-}
 
 /// Runs upstream checks over a blocking transport: the enforcement handshake, the verdict, the
 /// explanation probe when the handshake itself is refused, and the smallest Info.plist change.
-/// Used by `diagnose` and tests; the proxy's Dispatch driver uses the same pieces (engine,
-/// summary, `UpstreamVerdict.judging`) without this blocking helper.
+/// Used by `diagnose`, `verify` and the run's startup checks; the proxy's data path uses the same pieces (engine,
+/// summary, `UpstreamVerdict.judging`) without this blocking helper, which is why it lives here and not in ATSTLS.
 public struct UpstreamChecker: Sendable {
     public let client: UpstreamTLSClient
     public let clock: @Sendable () -> Date
@@ -122,7 +90,7 @@ public struct UpstreamChecker: Sendable {
         }
         let accepted = offer.acceptedVersions.keys.sorted().map(\.displayName)
         if allowed.isEmpty {
-            offer.sentence = "this server supports only \(Self.list(accepted))"
+            offer.sentence = "this server supports only \(englishList(accepted))"
             return offer
         }
         if let legacy = allowed.filter({ $0 <= .tls12 }).max(), let chosen = offer.acceptedVersions[legacy] {
@@ -144,7 +112,7 @@ public struct UpstreamChecker: Sendable {
                 offer.sentence = "this server refused every ECDHE suite at \(legacy.displayName) (it chose \(chosen))"
             }
         } else {
-            offer.sentence = "this server accepts \(Self.list(accepted))"
+            offer.sentence = "this server accepts \(englishList(accepted))"
         }
         return offer
     }
@@ -157,14 +125,5 @@ public struct UpstreamChecker: Sendable {
         else { return nil }
         guard HandshakePump.run(connection, over: stream) == nil else { return nil }
         return client.summarize(connection, host: host, time: clock()).cipher.ianaName
-    }
-
-    /// `items` as an English list ("a", "a and b", "a, b and c"). Public for ATSDiagnose.
-    public static func list(_ items: [String]) -> String {
-        switch items.count {
-        case 0: ""
-        case 1: items[0]
-        default: items.dropLast().joined(separator: ", ") + " and " + items.last!
-        }
     }
 }
