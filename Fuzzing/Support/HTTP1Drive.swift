@@ -31,9 +31,7 @@ public struct HTTP1Drive {
     public private(set) var sawEmptyBody = false
 
     /// Parses `pieces` with a parser of `role`; `methods` are the requests outstanding (response role).
-    public init<Pieces: Sequence<ArraySlice<UInt8>>>(
-        role: HTTP1Parser.Role, methods: [String] = [], pieces: Pieces, closeAtEnd: Bool
-    ) {
+    public init(role: HTTP1Parser.Role, methods: [String] = [], pieces: [ArraySlice<UInt8>], closeAtEnd: Bool) {
         var parser = HTTP1Parser(role: role)
         for method in methods { parser.requestSent(method: method) }
         var raw: [UInt8]?

@@ -6,11 +6,11 @@ import Foundation
 /// `PendingWritesManager`, which keeps the same split between the queue and the syscalls.
 ///
 /// Memory: each chunk is allocated and freed here (`WriteChunk`); small writes are copied into the last chunk while
-/// it has room (coalescing). `removeAll` frees everything; a queue must be emptied with it (or drained by `consume`)
-/// before it is dropped, or its chunks leak.
+/// it has room (coalescing). `removeAll` frees everything at once (a closing connection); whatever is left when the
+/// queue goes away is freed by its `deinit`. Non-copyable: two copies would own the same chunks and free them twice.
 ///
 /// Not thread-safe: a value owned by one connection on its event loop.
-struct PendingWrites {
+struct PendingWrites: ~Copyable {
     /// The most chunks one `writev` is handed.
     static let maximumVectors = 16
 
@@ -21,6 +21,12 @@ struct PendingWrites {
     private(set) var queuedBytes = 0
     /// The largest `queuedBytes` ever observed (for tests and statistics).
     private(set) var maxQueuedBytes = 0
+
+    init() {}
+
+    deinit {
+        for chunk in chunks { chunk.free() }
+    }
 
     /// Whether nothing waits.
     var isEmpty: Bool { chunks.isEmpty }

@@ -7,7 +7,7 @@ import Testing
 /// freeing. The connection-level behaviour (fast path, batching, watermarks) stays in `TCPConnectionTests`.
 @Suite struct PendingWritesTests {
     /// The bytes the vectors describe, in order (what `writev` would send).
-    static func unsent(_ queue: PendingWrites) -> [UInt8] {
+    static func unsent(_ queue: borrowing PendingWrites) -> [UInt8] {
         var bytes: [UInt8] = []
         _ = queue.withVectors { vectors in
             for vector in vectors {
