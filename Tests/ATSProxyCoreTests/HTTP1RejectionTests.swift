@@ -277,6 +277,29 @@ import Testing
         #expect(response.failure == nil)
     }
 
+    /// Found by the http1-request fuzz target: an HTTP/1.0 absolute-form request without Host at the field limit was
+    /// accepted, and the Host the proxy adds when it forwards it took the forwarded head over the limit.
+    @Test func anAbsoluteFormRequestWithoutHostLeavesRoomForTheHostTheProxyAdds() {
+        let limit = HTTP1HeadParser.maxRequestFields
+        let atLimit = (1...limit).map { "X-F\($0): v\r\n" }.joined()
+        let withoutHost = HTTP1ParseRun(Array(http: "GET http://a.example/ HTTP/1.0\r\n" + atLimit + "\r\n"))
+        #expect(withoutHost.failure?.kind == .tooManyHeaderFields)
+        #expect(withoutHost.failure?.status == 431)
+        // One field fewer leaves room: forwarded, it carries exactly the limit.
+        let belowLimit = (1..<limit).map { "X-F\($0): v\r\n" }.joined()
+        let roomy = HTTP1ParseRun(Array(http: "GET http://a.example/ HTTP/1.0\r\n" + belowLimit + "\r\n"))
+        #expect(roomy.failure == nil)
+        guard case .request(let head, _) = roomy.events.first else {
+            Issue.record("no request head: \(roomy.events)")
+            return
+        }
+        #expect(head.forOrigin().headers.count == limit)
+        // With its own Host the forwarded head keeps its count (the Host is replaced, not added).
+        let hostAndRest = "Host: a.example\r\n" + belowLimit
+        let withHost = HTTP1ParseRun(Array(http: "GET http://a.example/ HTTP/1.0\r\n" + hostAndRest + "\r\n"))
+        #expect(withHost.failure == nil)
+    }
+
     @Test func everyErrorHasAReasonAndAServerStatus() {
         for testCase in Self.requestCases {
             let error = HTTP1ParseError(testCase.kind)
