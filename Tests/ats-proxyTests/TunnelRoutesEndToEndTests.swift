@@ -233,17 +233,25 @@ import Testing
             """
         try page.write(toFile: files.file("ws.html"), atomically: true, encoding: .utf8)
         let home = try ChromiumTrustEndToEndTests.home(stack.directory, name: "ws-home", trusting: nil)
-        let dom = try ChromiumTrustEndToEndTests.dumpDOM(
-            chromium, url: "http://pages.example.test:\(stack.extras["pages.example.test"]!.port)/files/ws.html",
-            proxy: stack.proxy, home: home, directory: stack.directory, extra: ["--virtual-time-budget=10000"])
+        // `--dump-dom` writes the page when its virtual time budget runs out, and a WebSocket handshake does not
+        // hold virtual time back: on a loaded machine both sockets were once still "pending" at the dump (CI). A
+        // page with a socket still pending is loaded again, at most three times; a proxy that never answers them
+        // still fails the test, and the records read below are the last attempt's.
+        var dom = ""
+        for _ in 0..<3 {
+            dom = try ChromiumTrustEndToEndTests.dumpDOM(
+                chromium, url: "http://pages.example.test:\(stack.extras["pages.example.test"]!.port)/files/ws.html",
+                proxy: stack.proxy, home: home, directory: stack.directory, extra: ["--virtual-time-budget=10000"])
+            if !dom.contains(">pending</div>") { break }
+        }
         #expect(dom.contains("<div id=\"allowed\">ECHO hello</div>"), "\(dom.prefix(2000))")
         #expect(dom.contains("<div id=\"blocked\">ERROR</div>"), "\(dom.prefix(2000))")
 
         let stopped = try Challenge.stop(stack)
-        let allowed = try #require(Self.records(stopped.records, "\(stack.legacy)/ws").first)
+        let allowed = try #require(Self.records(stopped.records, "\(stack.legacy)/ws").last)
         #expect(allowed["route"] as? String == "CONNECT+HTTP")
         #expect(allowed["status"] as? Int == 101)
-        let blocked = try #require(Self.records(stopped.records, "\(stack.plain)/ws").first)
+        let blocked = try #require(Self.records(stopped.records, "\(stack.plain)/ws").last)
         #expect(blocked["route"] as? String == "CONNECT+HTTP")
         #expect(blocked["result"] as? String == "blocked-cleartext")
     }
