@@ -49,13 +49,13 @@ struct ObservedLoad: Sendable, Hashable {
     private static func deriveTLSNeeds(
         _ record: RequestRecord, negotiated: TLSProtocolVersion?, needs: inout HostNeeds
     ) -> TLSProtocolVersion? {
-        let stream = record.streamError ?? ""
+        let stream = record.streamError
         let fix = record.fix ?? ""
         let noChange = fix.contains("no Info.plist change")
         var version = negotiated
         if let negotiated {
             if negotiated < .tls12 { needs.minimumTLSVersion = negotiated.rawValue }
-        } else if stream == "3:-9836" {
+        } else if stream == .secureTransport(-9836) {
             if let fromFix = Self.versions(in: fix).filter({ $0 < .tls12 }).max() {
                 version = fromFix
             } else if let fromRule = Self.versions(in: record.rule).filter({ $0 < .tls12 }).max() {
@@ -86,7 +86,7 @@ struct ObservedLoad: Sendable, Hashable {
             {
                 needs.unfixable.append("the server chose \(cipher), which is in no ATS cipher-suite list")
             }
-        } else if stream == "3:-9824" {
+        } else if stream == .secureTransport(-9824) {
             if fix.contains("\(ATSKey.exceptionRequiresForwardSecrecy) = NO") {
                 needs.forwardSecrecyWaiver = true
             } else if noChange || record.rule.contains("finite-field DHE") {
@@ -100,12 +100,12 @@ struct ObservedLoad: Sendable, Hashable {
             }
         }
         let broken = Self.kind(of: record) == .violation || Self.kind(of: record) == .trustFailure
-        let handshakeLevel = stream == "3:-9836" || stream == "3:-9824"
+        let handshakeLevel = stream == .secureTransport(-9836) || stream == .secureTransport(-9824)
         guard broken, !handshakeLevel, record.errorCode != nil else { return version }
         if record.rule.contains(ATSKey.pinnedDomains) {
             needs.unfixable.append(
                 "identity pinning: \(record.rule) (an exception cannot relax a pin; update \(ATSKey.pinnedDomains))")
-        } else if stream == "3:-9800" && record.rule.contains("no TLS version satisfies") {
+        } else if stream == .secureTransport(-9800) && record.rule.contains("no TLS version satisfies") {
             // The loaded policy asked for a version the platform lacks; the empty dictionary does not.
         } else if !noChange, fix.contains(ATSKey.exceptionMinimumTLSVersion),
             let fromFix = Self.versions(in: fix).filter({ $0 < .tls12 }).max()
@@ -152,7 +152,7 @@ struct ObservedLoad: Sendable, Hashable {
             case NSURLErrorCode.appTransportSecurityRequiresSecureConnection.rawValue:
                 return .violation
             case NSURLErrorCode.secureConnectionFailed.rawValue:
-                return record.streamError?.hasPrefix("3:") ?? true ? .violation : .transportFailure
+                return record.streamError?.isSecureTransport ?? true ? .violation : .transportFailure
             case (-1206)...(-1201):
                 return record.atsRequired ? .violation : .trustFailure
             default:

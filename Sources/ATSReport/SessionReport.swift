@@ -588,7 +588,7 @@ extension SessionReport {
         let result: RequestRecord.Result
         let atsRequired: Bool
         let errorCode: Int?
-        let streamError: String?
+        let streamError: StreamError?
         let rule: String
         let fix: String?
         let tls: [String: String]?

@@ -40,6 +40,12 @@ public struct UpstreamVerdict: Sendable {
 
     public var isBlocked: Bool { outcome == .blocked }
 
+    /// The stream error (`3:-9802`) a failed verdict carries; nil when allowed or without one.
+    public var streamError: StreamError? {
+        guard let streamDomain, let streamCode else { return nil }
+        return StreamError(domain: streamDomain, code: streamCode)
+    }
+
     /// `[3:-9802]`.
     public var streamPair: String? {
         guard let streamDomain, let streamCode else { return nil }

@@ -19,7 +19,8 @@ struct DiagnosticsFormatterBytesTests {
             ruleChain: ["NSAppTransportSecurity"], rule: "ATS default: TLS 1.2+, forward secrecy",
             fix: result == .completed ? nil : "set NSExceptionAllowsInsecureHTTPLoads",
             errorCode: result == .completed ? nil : -1200,
-            streamError: result == .completed ? nil : "3:-9836", status: status, tls: tls, bytesFromClient: 0,
+            streamError: result == .completed ? nil : .secureTransport(-9836), status: status, tls: tls,
+            bytesFromClient: 0,
             bytesToClient: bytesToClient, durationMilliseconds: duration,
             consoleLines: result == .completed ? [] : ["Task <X> finished with error [-1200]"],
             retriedOnNewConnection: retried, appTrust: appTrust)

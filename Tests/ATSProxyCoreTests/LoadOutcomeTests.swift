@@ -9,7 +9,7 @@ import Testing
 @Suite struct LoadOutcomeTests {
     static func record(
         _ url: String, method: String = "GET", result: RequestRecord.Result = .completed, errorCode: Int? = nil,
-        streamError: String? = nil, status: Int? = 200, atsRequired: Bool = true, appTrust: AppTrustRecord? = nil
+        streamError: StreamError? = nil, status: Int? = 200, atsRequired: Bool = true, appTrust: AppTrustRecord? = nil
     ) -> RequestRecord {
         RequestRecord(
             time: Date(timeIntervalSince1970: 1_700_000_000), clientAddress: "127.0.0.1:50000", taskID: "ABC.1",
@@ -25,7 +25,8 @@ import Testing
         (record("http://a/", result: .blockedCleartext, errorCode: -1022, status: 403), .blocked, "-1022"),
         (record("http://127.0.0.1/", result: .refused, errorCode: -1004, status: 403), .blocked, "-1004"),
         (
-            record("https://a/", result: .failed, errorCode: -1200, streamError: "3:-9836", status: 502), .failed,
+            record("https://a/", result: .failed, errorCode: -1200, streamError: .secureTransport(-9836), status: 502),
+            .failed,
             "-1200 [3:-9836]"
         ),
         (record("https://a/", result: .failed, errorCode: -1202, atsRequired: false), .failed, "-1202"),

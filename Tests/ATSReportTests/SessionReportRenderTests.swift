@@ -24,9 +24,11 @@ import Testing
             F.record("http://c.cdn.example.com/3.png", .blockedCleartext, error: -1022),
             F.record("http://localhost:8080/health", atsRequired: false),
             F.record(
-                "https://private-ca.example.com/", .failed, error: -1202, stream: "3:-9813", tls: F.tls(),
+                "https://private-ca.example.com/", .failed, error: -1202, stream: .secureTransport(-9813), tls: F.tls(),
                 rule: "the chain ends in the root CN=Private <Root> & Co, which is not trusted", atsRequired: false),
-            F.record("https://down.example.com/", .failed, error: -1003, stream: "12:8", rule: "not resolved"),
+            F.record(
+                "https://down.example.com/", .failed, error: -1003, stream: StreamError(domain: 12, code: 8),
+                rule: "not resolved"),
             F.record("https://video.example.com/master.m3u8", tls: F.tls(), source: .media),
         ]
         let ats: [String: PlistValue] = [

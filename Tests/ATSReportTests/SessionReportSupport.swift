@@ -14,7 +14,7 @@ extension ReportFixtures {
 
     /// A record as the proxy logs it; only the fields the report reads are meaningful.
     static func record(
-        _ url: String, _ result: RequestRecord.Result = .completed, error: Int? = nil, stream: String? = nil,
+        _ url: String, _ result: RequestRecord.Result = .completed, error: Int? = nil, stream: StreamError? = nil,
         tls: [String: String]? = nil, rule: String = "", fix: String? = nil, source: RequestSource = .urlsession,
         atsRequired: Bool = true, status: Int? = 200
     ) -> RequestRecord {

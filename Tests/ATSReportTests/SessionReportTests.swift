@@ -24,16 +24,16 @@ import Testing
         F.record(
             "http://api.example.com/v1/other", .blockedCleartext, error: -1022, rule: "ATS is required (the default)."),
         F.record(
-            "https://legacy.example.org/", .failed, error: -1200, stream: "3:-9836",
+            "https://legacy.example.org/", .failed, error: -1200, stream: .secureTransport(-9836),
             rule:
                 "the server accepts none of the TLS versions this host allows (TLS 1.2–TLS 1.3); this server supports only TLS 1.0 and TLS 1.1"
         ),
         F.record(
-            "https://rsa.example.net/feed", .reported, error: -1200, stream: "3:-9824",
+            "https://rsa.example.net/feed", .reported, error: -1200, stream: .secureTransport(-9824),
             tls: F.tls("TLSv1.2", cipher: "TLS_RSA_WITH_AES_128_GCM_SHA256", keyExchange: "RSA", leafKey: "RSA 2048"),
             rule: "the server chose TLS_RSA_WITH_AES_128_GCM_SHA256, a static-RSA suite without forward secrecy"),
         F.record(
-            "https://expired.example.com/", .failed, error: -1200, stream: "3:-9802", tls: F.tls(),
+            "https://expired.example.com/", .failed, error: -1200, stream: .secureTransport(-9802), tls: F.tls(),
             rule: "the server certificate expired on 2024-01-01T00:00:00Z", fix: "no Info.plist change can allow this"),
         F.record("https://good.example.com/", tls: F.tls()),
         F.record("https://good.example.com/again", tls: F.tls()),
@@ -154,16 +154,16 @@ import Testing
         let records = [
             // Report mode: the handshake completed and the facts say TLS 1.0.
             F.record(
-                "https://old.example.com/", .reported, error: -1200, stream: "3:-9836",
+                "https://old.example.com/", .reported, error: -1200, stream: .secureTransport(-9836),
                 tls: F.tls("TLSv1.0", cipher: "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", keyExchange: "ECDHE")),
             // The fix names the version.
             F.record(
-                "https://fixed.example.com/", .failed, error: -1200, stream: "3:-9836",
+                "https://fixed.example.com/", .failed, error: -1200, stream: .secureTransport(-9836),
                 rule: "the server accepts none of the TLS versions this host allows (TLS 1.2–TLS 1.3)",
                 fix: "add NSExceptionDomains → fixed.example.com with NSExceptionMinimumTLSVersion = TLSv1.1"),
             // Nothing says which version: TLSv1.0 is assumed and noted.
             F.record(
-                "https://unknown.example.com/", .failed, error: -1200, stream: "3:-9836",
+                "https://unknown.example.com/", .failed, error: -1200, stream: .secureTransport(-9836),
                 rule: "the server accepts none of the TLS versions this host allows (TLS 1.2–TLS 1.3)"),
         ]
         let document = F.report(records).document()
@@ -207,7 +207,7 @@ import Testing
         let document = F.report(
             [
                 F.record(
-                    "https://old.example.com/", .reported, error: -1200, stream: "3:-9836",
+                    "https://old.example.com/", .reported, error: -1200, stream: .secureTransport(-9836),
                     tls: F.tls("TLSv1.0", cipher: "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", keyExchange: "ECDHE"))
             ], options: options
         ).document()
@@ -220,20 +220,23 @@ import Testing
         let document = F.report(
             [
                 F.record(
-                    "https://weak.example.com/", .failed, error: -1200, stream: "3:-9802",
+                    "https://weak.example.com/", .failed, error: -1200, stream: .secureTransport(-9802),
                     tls: F.tls(
                         "TLSv1.2", cipher: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", keyExchange: "ECDHE",
                         leafKey: "RSA 1024"),
                     rule: "the server certificate has an RSA 1024-bit key; at least 2048 bits are required"),
                 F.record(
-                    "https://unknown-root.example.com/", .failed, error: -1202, stream: "3:-9813", tls: F.tls(),
+                    "https://unknown-root.example.com/", .failed, error: -1202, stream: .secureTransport(-9813),
+                    tls: F.tls(),
                     rule: "the chain ends in the root CN=Private, which is not trusted", atsRequired: false),
                 F.record(
-                    "https://pinned.example.com/", .failed, error: -1200, stream: "3:-9802", tls: F.tls(),
+                    "https://pinned.example.com/", .failed, error: -1200, stream: .secureTransport(-9802), tls: F.tls(),
                     rule:
                         "the certificate chain matches none of the NSPinnedLeafIdentities of NSPinnedDomains → pinned.example.com"
                 ),
-                F.record("https://down.example.com/", .failed, error: -1003, stream: "12:8", rule: "not resolved"),
+                F.record(
+                    "https://down.example.com/", .failed, error: -1003, stream: StreamError(domain: 12, code: 8),
+                    rule: "not resolved"),
             ],
             ats: [
                 "NSPinnedDomains": .dictionary([

@@ -15,7 +15,8 @@ import Testing
             "http://a.example.test/x", .blockedCleartext, error: -1022, rule: "cleartext is not allowed",
             fix: "add NSExceptionAllowsInsecureHTTPLoads", status: nil),
         ReportFixtures.record(
-            "https://b.example.test/", .failed, error: -1200, stream: "3:-9836", rule: "TLS 1.2 is required",
+            "https://b.example.test/", .failed, error: -1200, stream: .secureTransport(-9836),
+            rule: "TLS 1.2 is required",
             fix: "set NSExceptionMinimumTLSVersion"),
         ReportFixtures.record("https://ok.example.test/", tls: ReportFixtures.tls()),
         ReportFixtures.record("https://down.example.test/", .failed, error: -1004, rule: "connection refused"),

@@ -7,7 +7,7 @@ import Testing
 
 /// A record for `url` with the given result (the other fields are typical values).
 func sampleRecord(
-    _ url: String, result: RequestRecord.Result = .completed, errorCode: Int? = nil, streamError: String? = nil,
+    _ url: String, result: RequestRecord.Result = .completed, errorCode: Int? = nil, streamError: StreamError? = nil,
     status: Int? = 200, atsRequired: Bool = true
 ) -> RequestRecord {
     RequestRecord(

@@ -68,13 +68,13 @@ public struct ATSErrorResponse: Sendable, Equatable {
     /// let through, so a client can tell which answers a device would not have received:
     /// `X-ATS-Would-Fail: -1200 [3:-9836]`, `X-ATS-Error`, `X-ATS-Stream-Error`, `X-ATS-Rule` and
     /// `X-ATS-Fix`.
-    public static func reportedFields(errorCode: Int?, streamError: String?, rule: String, fix: String?)
+    public static func reportedFields(errorCode: Int?, streamError: StreamError?, rule: String, fix: String?)
         -> [HTTPField]
     {
         let code = errorCode.map(String.init) ?? "?"
         var fields = [HTTPField(name: "X-ATS-Would-Fail", value: code + (streamError.map { " [\($0)]" } ?? ""))]
         fields.append(HTTPField(name: "X-ATS-Error", value: code))
-        if let streamError { fields.append(HTTPField(name: "X-ATS-Stream-Error", value: streamError)) }
+        if let streamError { fields.append(HTTPField(name: "X-ATS-Stream-Error", value: streamError.description)) }
         fields.append(HTTPField(name: "X-ATS-Rule", value: oneLine(rule)))
         if let fix { fields.append(HTTPField(name: "X-ATS-Fix", value: oneLine(fix))) }
         return fields

@@ -84,7 +84,7 @@ public enum LoadOutcome: String, Sendable, Codable, CaseIterable {
             guard let code = record.errorCode else { return false }
             switch code {
             case NSURLErrorCode.appTransportSecurityRequiresSecureConnection.rawValue: return true
-            case NSURLErrorCode.secureConnectionFailed.rawValue: return record.streamError?.hasPrefix("3:") ?? true
+            case NSURLErrorCode.secureConnectionFailed.rawValue: return record.streamError?.isSecureTransport ?? true
             case (-1206)...(-1201): return record.atsRequired
             default: return false
             }

@@ -56,7 +56,8 @@ public struct RequestRecord: Sendable, Codable {
         public var rule: String
         public var fix: String?
         public var errorCode: Int?
-        public var streamError: String?
+        /// The stream error CFNetwork would attach (`3:-9836`); nil when the load has none.
+        public var streamError: StreamError?
         public var status: Int?
         /// Negotiated TLS facts, when there was an upstream handshake (version, cipher, leaf, …).
         public var tls: [String: String]?
@@ -166,7 +167,7 @@ public struct RequestRecord: Sendable, Codable {
         time: Date, clientAddress: String, taskID: String, method: String, url: String, host: String? = nil,
         httpProtocol: String,
         source: RequestSource, result: Result, atsRequired: Bool, ruleChain: [String], rule: String, fix: String? = nil,
-        errorCode: Int? = nil, streamError: String? = nil, status: Int? = nil, tls: [String: String]? = nil,
+        errorCode: Int? = nil, streamError: StreamError? = nil, status: Int? = nil, tls: [String: String]? = nil,
         requestHeaders: [HeaderField] = [], responseHeaders: [HeaderField] = [], bytesFromClient: Int = 0,
         bytesToClient: Int = 0, durationMilliseconds: Double = 0, consoleLines: [String] = [],
         retriedOnNewConnection: Bool? = nil, timings: Timings? = nil, bodies: Bodies? = nil,

@@ -41,7 +41,7 @@ final class Exchange {
     var tls: [String: String]?
     var result: RequestRecord.Result = .completed
     var errorCode: Int?
-    var streamError: String?
+    var streamError: StreamError?
     var rule: String
     var fix: String?
     var consoleLines: [String] = []

@@ -13,7 +13,7 @@ extension ExchangeLeg {
         let context = consoleContext()
         exchange.result = .failed
         exchange.errorCode = verdict.error?.rawValue
-        exchange.streamError = Self.pair(verdict)
+        exchange.streamError = verdict.streamError
         exchange.rule = verdict.rule
         exchange.fix = verdict.fix
         exchange.consoleLines = verdict.consoleLines(platform: platform, context: context)

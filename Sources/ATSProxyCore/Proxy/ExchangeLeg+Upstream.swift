@@ -6,6 +6,9 @@ import Foundation
 extension ExchangeLeg {
     // MARK: - Upstream
 
+    /// The upstream TCP connection the leg asked for is up: a tunnel opens, a cleartext origin gets the queued
+    /// request, a TLS origin gets a ClientHello under the host's ATS requirements. Valid only while `.connecting`;
+    /// with no upstream the event is stale and ignored; a second one for a connection past `.connecting` traps.
     mutating func upstreamConnected() {
         exchange?.timings.connected = now
         switch upstream {
@@ -33,8 +36,11 @@ extension ExchangeLeg {
                     requirements: requirements, url: exchange?.url ?? "", host: key.host)
                 failExchange(verdict: verdict)
             }
-        case .none, .handshaking, .ready:
-            break
+        case .none:
+            // Stale: the leg let go of that connection (its close command and this event crossed).
+            return
+        case .handshaking, .ready:
+            preconditionFailure("ExchangeLeg: a second 'connected' for an upstream that is already \(upstream)")
         }
     }
 
@@ -69,6 +75,8 @@ extension ExchangeLeg {
         failExchange(verdict: verdict)
     }
 
+    /// Bytes from the upstream connection: handshake input, TLS records or cleartext response bytes. With no
+    /// upstream they are stale and dropped; bytes before the connection was reported connected trap.
     mutating func upstreamBytes(_ bytes: [UInt8]) {
         switch upstream {
         case .handshaking(let key, let tls):
@@ -79,8 +87,10 @@ extension ExchangeLeg {
             } else {
                 upstreamPlain(bytes)
             }
-        case .none, .connecting:
-            break
+        case .none:
+            return  // Stale: bytes of a connection the leg has already closed.
+        case .connecting:
+            preconditionFailure("ExchangeLeg: upstream bytes before the connection was reported connected")
         }
     }
 
@@ -131,7 +141,7 @@ extension ExchangeLeg {
                 if services.settings.mode == .report {
                     exchange?.result = .reported
                     exchange?.errorCode = verdict.error?.rawValue
-                    exchange?.streamError = Self.pair(verdict)
+                    exchange?.streamError = verdict.streamError
                     exchange?.rule = verdict.rule
                     exchange?.fix = verdict.fix
                     let lines = verdict.consoleLines(

@@ -165,12 +165,6 @@ extension ExchangeLeg {
         }
     }
 
-    /// `3:-9836` (without brackets) for a verdict that has a stream error.
-    static func pair(_ verdict: UpstreamVerdict) -> String? {
-        guard let domain = verdict.streamDomain, let code = verdict.streamCode else { return nil }
-        return "\(domain):\(code)"
-    }
-
     /// The TLS facts a record carries for a judged upstream handshake (`detailed`: `ProxySettings.detailedRecords`).
     static func tlsFacts(_ summary: HandshakeSummary, detailed: Bool = false) -> [String: String] {
         var facts: [String: String] = [
