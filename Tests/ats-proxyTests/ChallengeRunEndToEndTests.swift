@@ -169,7 +169,12 @@ struct ChallengeRunEndToEndTests {
         let meanings = stopped.records.map { Self.challenge($0).meaning }
         #expect(
             meanings.allSatisfy { $0.contains("a handshake limited to TLS 1.0") || $0.contains("TLS 1.0 handshake") })
-        #expect(meanings.count == 3 && meanings[1].contains("(no protocol version in common)"), "\(meanings)")
+        // The two refusals' records may be written in either order: each connection is judged on its own loop
+        // thread, when its alert arrives. One of them is the version refusal.
+        #expect(
+            meanings.count == 3
+                && meanings.prefix(2).filter { $0.contains("(no protocol version in common)") }.count == 1,
+            "\(meanings)")
         #expect(meanings.last == ChallengeKind.tls10Only.acceptanceMeaning)
         #expect(stack.tlsOrigin.requests.isEmpty, "\(stack.tlsOrigin.requests)")
     }
