@@ -73,9 +73,12 @@ let package = Package(
         .target(name: "COpenSSLShims", dependencies: ["COpenSSL"]),
         .target(name: "CATSPoll"),
         .target(name: "CATSBuildInfo", cSettings: buildInfo),
+        // Pure: the ATS model, the evaluator, the lint and CFNetwork's text. Reads no files.
+        .target(name: "ATSPolicy"),
+        // `--config` sources on disk (files, .app bundles, .ipa archives) turned into bytes for ATSPolicy's loader.
         .target(
-            name: "ATSPolicy",
-            dependencies: [.product(name: "ZIPFoundation", package: "ZIPFoundation")]
+            name: "ATSConfigFiles",
+            dependencies: ["ATSPolicy", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
         ),
         .target(name: "ATSTLS", dependencies: ["ATSPolicy", "COpenSSL", "COpenSSLShims"], swiftSettings: hotPath),
         .target(name: "ATSHTTP2", dependencies: ["CNGHTTP2"], swiftSettings: hotPath),
@@ -107,8 +110,8 @@ let package = Package(
         .executableTarget(
             name: "ats-proxy",
             dependencies: [
-                "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO", "ATSReport", "ATSDiagnose",
-                "ATSSystemTools", "ATSWeb", "ATSAppTrust", "CATSBuildInfo",
+                "ATSPolicy", "ATSConfigFiles", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSProxyIO", "ATSReport",
+                "ATSDiagnose", "ATSSystemTools", "ATSWeb", "ATSAppTrust", "CATSBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -125,7 +128,10 @@ let package = Package(
             ],
             path: "Tests/ATSTestSupport"
         ),
-        .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], exclude: ["Golden"]),
+        .testTarget(
+            name: "ATSPolicyTests",
+            dependencies: ["ATSPolicy", "ATSConfigFiles", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
+            exclude: ["Golden"]),
         .testTarget(
             name: "ATSTLSTests",
             dependencies: [
@@ -133,7 +139,12 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose", "ATSTLS", "ATSPolicy", "ATSTestSupport"]),
-        .testTarget(name: "ATSAppTrustTests", dependencies: ["ATSAppTrust", "ATSTLS", "ATSTestSupport"]),
+        .testTarget(
+            name: "ATSAppTrustTests",
+            dependencies: [
+                "ATSAppTrust", "ATSTLS", "ATSPolicy", "ATSDiagnose", "ATSSystemTools", "ATSTestSupport", "COpenSSL",
+                "COpenSSLShims",
+            ]),
         .testTarget(name: "ATSHTTP2Tests", dependencies: ["ATSHTTP2", "ATSTestSupport"]),
         .testTarget(
             name: "ATSProxyCoreTests",
@@ -141,7 +152,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ATSReportTests",
-            dependencies: ["ATSReport", "ATSProxyCore", "ATSPolicy", "ATSTLS", "ATSTestSupport", "ATSSystemTools"]
+            dependencies: [
+                "ATSReport", "ATSProxyCore", "ATSPolicy", "ATSConfigFiles", "ATSTLS", "ATSTestSupport",
+                "ATSSystemTools",
+            ]
         ),
         .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore"]),
         .testTarget(

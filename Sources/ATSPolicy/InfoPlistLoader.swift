@@ -1,5 +1,4 @@
 import Foundation
-import ZIPFoundation
 
 /// What kind of input `--config` pointed at.
 public enum ConfigSourceKind: String, Sendable, Codable {
@@ -74,36 +73,19 @@ public struct ConfigLoadError: Error, Sendable, CustomStringConvertible, Equatab
     public let path: String
     public let reason: String
 
+    /// An error about `path` (the file the user named), for `reason` (one line, no trailing period).
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+
     public var description: String { "\(path): \(reason)" }
 }
 
-/// Reads `--config` inputs: Info.plist or bare ATS dictionary (XML or binary), `.app` bundle
-/// directories and `.ipa` archives. Plist parsing is Foundation's; zip reading is ZIPFoundation's.
+/// Turns the bytes of a `--config` property list into a `LoadedInfoPlist`: an Info.plist or a bare ATS
+/// dictionary, XML or binary (Foundation's parser). Pure: it reads no files; `ConfigSourceReader`
+/// (ATSConfigFiles) finds the bytes in a file, an `.app` bundle or an `.ipa` and hands them here.
 public enum InfoPlistLoader {
-    /// Loads the source at `path`. Never traps on any input.
-    public static func load(path: String) throws(ConfigLoadError) -> LoadedInfoPlist {
-        let fileManager = FileManager.default
-        var isDirectory: ObjCBool = false
-        guard fileManager.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw ConfigLoadError(path: path, reason: "no such file or directory")
-        }
-        if isDirectory.boolValue {
-            return try loadBundle(path: path)
-        }
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ConfigLoadError(path: path, reason: "cannot be read (\(error.localizedDescription))")
-        }
-        if data.starts(with: [0x50, 0x4B, 0x03, 0x04]) || data.starts(with: [0x50, 0x4B, 0x05, 0x06])
-            || path.lowercased().hasSuffix(".ipa")
-        {
-            return try loadIPA(path: path, data: data)
-        }
-        return try loadPlist(path: path, data: data, kind: nil, innerPath: nil)
-    }
-
     /// Parses plist bytes; `kind` nil means "decide between Info.plist and bare ATS dictionary".
     public static func loadPlist(
         path: String, data: Data, kind: ConfigSourceKind?, innerPath: String?
@@ -163,45 +145,5 @@ public enum InfoPlistLoader {
         let atsKeys = Set(ATSKey.topLevel).union(ATSKey.legacyTopLevelAliases.keys)
         if root.isEmpty || root.keys.contains(where: { atsKeys.contains($0) }) { return .atsDictionary }
         return .infoPlist
-    }
-
-    private static func loadBundle(path: String) throws(ConfigLoadError) -> LoadedInfoPlist {
-        let candidates = ["Info.plist", "Contents/Info.plist"]
-        for candidate in candidates {
-            let full = (path as NSString).appendingPathComponent(candidate)
-            guard FileManager.default.fileExists(atPath: full),
-                let data = FileManager.default.contents(atPath: full)
-            else { continue }
-            return try loadPlist(path: path, data: data, kind: .appBundle, innerPath: candidate)
-        }
-        throw ConfigLoadError(
-            path: path, reason: "is a directory without Info.plist or Contents/Info.plist (not an .app bundle)")
-    }
-
-    private static func loadIPA(path: String, data: Data) throws(ConfigLoadError) -> LoadedInfoPlist {
-        let archive: Archive
-        do {
-            archive = try Archive(data: data, accessMode: .read)
-        } catch {
-            throw ConfigLoadError(path: path, reason: "not a valid zip archive (an .ipa is a zip file)")
-        }
-        let matches = archive.filter { entry in
-            let parts = entry.path.split(separator: "/", omittingEmptySubsequences: false)
-            return parts.count == 3 && parts[0] == "Payload" && parts[1].hasSuffix(".app") && parts[2] == "Info.plist"
-        }.sorted { $0.path < $1.path }
-        guard let entry = matches.first else {
-            throw ConfigLoadError(path: path, reason: "no Payload/*.app/Info.plist inside this .ipa")
-        }
-        var plistData = Data()
-        do {
-            _ = try archive.extract(entry, skipCRC32: false) { chunk in plistData.append(chunk) }
-        } catch {
-            throw ConfigLoadError(path: path, reason: "\(entry.path) cannot be extracted (corrupt archive)")
-        }
-        do {
-            return try loadPlist(path: path, data: plistData, kind: .ipa, innerPath: entry.path)
-        } catch {
-            throw ConfigLoadError(path: path, reason: "\(entry.path): \(error.reason)")
-        }
     }
 }

@@ -40,7 +40,8 @@ public final class CertificateAuthority: Sendable {
     /// Absolute path of the key file (nil for an in-memory CA).
     public let keyPath: String?
 
-    init(certificate: Certificate, privateKey: PrivateKey, certificatePath: String?, keyPath: String?) {
+    /// An authority from its certificate and key; the paths are where they were read from (nil: in memory only).
+    public init(certificate: Certificate, privateKey: PrivateKey, certificatePath: String?, keyPath: String?) {
         self.certificate = certificate
         self.privateKey = privateKey
         self.certificatePath = certificatePath

@@ -50,7 +50,8 @@ public enum ChallengeKind: String, Sendable, Hashable, CaseIterable, Codable, Cu
         self = kind
     }
 
-    static func squeezed(_ name: String) -> String {
+    /// `name` lower-cased without `-`, `_`, `.` and spaces, so `TLS1.0-only`, `tls10only` and `tls_10_only` match.
+    public static func squeezed(_ name: String) -> String {
         String(name.lowercased().filter { $0 != "-" && $0 != "_" && $0 != "." && $0 != " " })
     }
 
@@ -65,10 +66,13 @@ public enum ChallengeKind: String, Sendable, Hashable, CaseIterable, Codable, Cu
         }
     }
 
+    /// The host name the wrong-host leaf is for (`.invalid` is reserved by RFC 2606: it names nobody).
+    public static let wrongHostName = "ats-proxy-wrong-host.invalid"
+
     /// What the proxy presents, in a few words (for logs and the report).
     public var presents: String {
         switch self {
-        case .wrongHost: "a certificate for another host name (\(ChallengeCertificates.wrongHostName))"
+        case .wrongHost: "a certificate for another host name (\(Self.wrongHostName))"
         case .selfSigned: "a self-signed certificate"
         case .untrustedCA: "a certificate from a CA the client was never told to trust"
         case .expired: "an expired certificate"

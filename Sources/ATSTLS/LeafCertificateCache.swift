@@ -10,6 +10,15 @@ public struct MintedLeaf: Sendable {
     /// Certificates to send after the leaf (the CA).
     public let chain: [Certificate]
     public let notAfter: Date
+
+    /// A leaf for `host` served as `certificate` with `key`, followed by `chain`, valid until `notAfter`.
+    public init(host: String, certificate: Certificate, key: PrivateKey, chain: [Certificate], notAfter: Date) {
+        self.host = host
+        self.certificate = certificate
+        self.key = key
+        self.chain = chain
+        self.notAfter = notAfter
+    }
 }
 
 /// Mints leaves for the client-facing side (reference §3.1, §3.2, §7: DNS or IP SAN, EKU
@@ -116,7 +125,8 @@ public final class LeafCertificateCache: Sendable {
             host: name, certificate: certificate, key: leafKey, chain: [authority.certificate], notAfter: spec.notAfter)
     }
 
-    static func isIPAddress(_ text: String) -> Bool {
+    /// Whether `text` is an IPv4 or IPv6 address literal (no brackets): a leaf names it in an IP subjectAltName.
+    public static func isIPAddress(_ text: String) -> Bool {
         var v4 = in_addr()
         var v6 = in6_addr()
         return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1

@@ -117,6 +117,14 @@ public final class TLSContext: @unchecked Sendable {
         _ = SSL_CTX_set_options(pointer, ats_SSL_OP_NO_EXTENDED_MASTER_SECRET)
     }
 
+    /// Server role: every handshake is a full one. No session tickets are issued and no sessions are cached, so a
+    /// client can never resume and skip the certificate (challenge contexts, where the certificate is the test).
+    public func disableSessionResumption() {
+        _ = SSL_CTX_set_options(pointer, ats_SSL_OP_NO_TICKET)
+        _ = SSL_CTX_set_num_tickets(pointer, 0)
+        _ = ats_SSL_CTX_set_session_cache_mode(pointer, Int(SSL_SESS_CACHE_OFF))
+    }
+
     /// Lets a server context negotiate finite-field DHE with built-in parameters (fixture servers).
     public func enableAutomaticDHParameters() { _ = ats_SSL_CTX_set_dh_auto(pointer, 1) }
 
@@ -183,7 +191,7 @@ public final class TLSContext: @unchecked Sendable {
 
     /// Installs the servername callback: for every ClientHello it asks `provider` for the
     /// certificate to serve (for the SNI name, or the connection's fallback host without SNI).
-    func setSNIProvider(_ provider: SNICertificateProvider) {
+    public func setSNIProvider(_ provider: SNICertificateProvider) {
         sniProvider = provider
         _ = ats_SSL_CTX_set_tlsext_servername_arg(pointer, Unmanaged.passUnretained(self).toOpaque())
         _ = ats_SSL_CTX_set_tlsext_servername_callback(pointer) { ssl, alert, arg in
@@ -217,7 +225,8 @@ public final class TLSContext: @unchecked Sendable {
 
 /// Supplies the leaf a server context serves for a name (the proxy's leaf cache, or a test's
 /// fixed certificate). Called on the handshaking thread; must be thread-safe.
-protocol SNICertificateProvider: AnyObject, Sendable {
+public protocol SNICertificateProvider: AnyObject, Sendable {
+    /// The leaf (with its key and chain) to serve for `name`; a throw fails the handshake with internal_error.
     func leaf(for name: String) throws -> MintedLeaf
 }
 

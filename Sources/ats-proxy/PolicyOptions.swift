@@ -1,3 +1,4 @@
+import ATSConfigFiles
 import ATSPolicy
 import ATSTLS
 import ArgumentParser
@@ -139,7 +140,7 @@ struct PolicyOptions: ParsableArguments {
     func loadSource() throws -> LoadedInfoPlist {
         guard let config else { return .none }
         do {
-            return try InfoPlistLoader.load(path: config)
+            return try ConfigSourceReader.load(path: config)
         } catch {
             throw CLIError.configuration(error.description)
         }

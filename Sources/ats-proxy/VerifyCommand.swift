@@ -1,3 +1,4 @@
+import ATSConfigFiles
 import ATSDiagnose
 import ATSPolicy
 import ATSProxyIO
@@ -100,7 +101,7 @@ struct VerifyCommand: ParsableCommand {
             }
             return (configuration, "the session's minimal dictionary (\(report))")
         }
-        let loaded = try InfoPlistLoader.load(path: infoPlist)
+        let loaded = try ConfigSourceReader.load(path: infoPlist)
         return (ATSConfigurationParser().parse(loaded.atsValue), infoPlist)
     }
 

@@ -1,3 +1,4 @@
+import ATSConfigFiles
 import Foundation
 import Testing
 import ZIPFoundation
@@ -103,7 +104,7 @@ struct LoaderTests {
     func fullInfoPlist(_ format: PropertyListSerialization.PropertyListFormat, _ name: String) throws {
         let fixtures = try FixtureDirectory()
         let path = try fixtures.write("Info.plist", plistData(infoPlist, format))
-        let loaded = try InfoPlistLoader.load(path: path)
+        let loaded = try ConfigSourceReader.load(path: path)
         #expect(loaded.kind == .infoPlist)
         #expect(loaded.format == name)
         #expect(loaded.path == path)
@@ -153,7 +154,7 @@ struct LoaderTests {
             """
         let fixtures = try FixtureDirectory()
         let path = try fixtures.write("Hand.plist", Data(xml.utf8))
-        let loaded = try InfoPlistLoader.load(path: path)
+        let loaded = try ConfigSourceReader.load(path: path)
         #expect(loaded.kind == .infoPlist)
         #expect(loaded.processName == "Hand")
         let expected: PlistValue = dict([keyAAL: .string("YES"), keyMedia: .integer(2), keyWeb: yes, keyLocal: no])
@@ -173,7 +174,7 @@ struct LoaderTests {
     func bareDictionary(_ format: PropertyListSerialization.PropertyListFormat) throws {
         let fixtures = try FixtureDirectory()
         let path = try fixtures.write("ats.plist", plistData(bareATS, format))
-        let loaded = try InfoPlistLoader.load(path: path)
+        let loaded = try ConfigSourceReader.load(path: path)
         #expect(loaded.kind == .atsDictionary)
         #expect(loaded.infoPlist == nil)
         #expect(loaded.misplacedATSKeys.isEmpty)
@@ -187,7 +188,7 @@ struct LoaderTests {
     func emptyDictionary(_ format: PropertyListSerialization.PropertyListFormat) throws {
         let fixtures = try FixtureDirectory()
         let path = try fixtures.write("empty.plist", plistData([String: Any](), format))
-        let loaded = try InfoPlistLoader.load(path: path)
+        let loaded = try ConfigSourceReader.load(path: path)
         #expect(evaluate(loaded, "http://example.com/").outcome == .cleartextBlocked)
         #expect(evaluate(loaded, "https://example.com/").requirements.atsGoverned)
     }
@@ -196,7 +197,7 @@ struct LoaderTests {
     func infoPlistWithoutATS() throws {
         let fixtures = try FixtureDirectory()
         let path = try fixtures.write("Info.plist", plistData(["CFBundleIdentifier": "com.example.plain"], .xml))
-        let loaded = try InfoPlistLoader.load(path: path)
+        let loaded = try ConfigSourceReader.load(path: path)
         #expect(loaded.kind == .infoPlist)
         #expect(loaded.atsValue == nil)
         #expect(evaluate(loaded, "http://example.com/").outcome == .cleartextBlocked)
@@ -210,7 +211,7 @@ struct LoaderTests {
             "NSExceptionDomains": ["example.com": ["NSExceptionAllowsInsecureHTTPLoads": true]],
         ]
         let path = try fixtures.write("Info.plist", plistData(root, .binary))
-        let loaded = try InfoPlistLoader.load(path: path)
+        let loaded = try ConfigSourceReader.load(path: path)
         #expect(loaded.kind == .infoPlist)
         #expect(loaded.misplacedATSKeys == ["NSAllowsArbitraryLoads", "NSExceptionDomains"])
         #expect(loaded.atsValue == nil)
@@ -223,7 +224,7 @@ struct LoaderTests {
         try fixtures.write("Demo.app/Info.plist", plistData(infoPlist, .binary))
         try fixtures.write("Demo.app/Demo", Data([0xCF, 0xFA, 0xED, 0xFE]))
         let path = fixtures.url.appendingPathComponent("Demo.app").path
-        let loaded = try InfoPlistLoader.load(path: path)
+        let loaded = try ConfigSourceReader.load(path: path)
         #expect(loaded.kind == .appBundle)
         #expect(loaded.innerPath == "Info.plist")
         #expect(loaded.processName == "Demo")
@@ -235,7 +236,7 @@ struct LoaderTests {
         let fixtures = try FixtureDirectory()
         try fixtures.write("Mac.app/Contents/Info.plist", plistData(infoPlist, .xml))
         let path = fixtures.url.appendingPathComponent("Mac.app").path
-        let loaded = try InfoPlistLoader.load(path: path)
+        let loaded = try ConfigSourceReader.load(path: path)
         #expect(loaded.kind == .appBundle)
         #expect(loaded.innerPath == "Contents/Info.plist")
         #expect(ATSConfigurationParser().parse(loaded.atsValue).allowsArbitraryLoads == .value(true))
@@ -259,7 +260,7 @@ struct LoaderTests {
                 ("Payload/Demo.app/Demo", Data([0xCF, 0xFA, 0xED, 0xFE])),
                 ("iTunesMetadata.plist", try plistData(["itemName": "Demo"], .xml)),
             ])
-        let loaded = try InfoPlistLoader.load(path: path)
+        let loaded = try ConfigSourceReader.load(path: path)
         #expect(loaded.kind == .ipa)
         #expect(loaded.innerPath == "Payload/Demo.app/Info.plist")
         #expect(loaded.processName == "Demo")
@@ -271,7 +272,7 @@ struct LoaderTests {
     func ipaWithoutExtension() throws {
         let fixtures = try FixtureDirectory()
         let path = try fixtures.zip("build.zip", [("Payload/Demo.app/Info.plist", try plistData(infoPlist, .xml))])
-        let loaded = try InfoPlistLoader.load(path: path)
+        let loaded = try ConfigSourceReader.load(path: path)
         #expect(loaded.kind == .ipa)
     }
 }
@@ -348,7 +349,7 @@ struct LoaderErrorTests {
         let fixtures = try FixtureDirectory()
         let path = try input.make(fixtures)
         do {
-            let loaded = try InfoPlistLoader.load(path: path)
+            let loaded = try ConfigSourceReader.load(path: path)
             Issue.record("loaded \(loaded.summary) instead of failing")
         } catch {
             #expect(error.path == path)
@@ -363,7 +364,7 @@ struct LoaderErrorTests {
         let fixtures = try FixtureDirectory()
         func reason(_ path: String) -> String {
             do {
-                _ = try InfoPlistLoader.load(path: path)
+                _ = try ConfigSourceReader.load(path: path)
                 return "loaded"
             } catch {
                 return error.reason

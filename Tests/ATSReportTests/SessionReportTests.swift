@@ -1,3 +1,4 @@
+import ATSConfigFiles
 import ATSPolicy
 import ATSTestSupport
 import Foundation
@@ -347,7 +348,7 @@ import Testing
         let data = try PropertyListSerialization.data(
             fromPropertyList: PlistValue.dictionary(ats).foundationObject, format: .xml, options: 0)
         try data.write(to: URL(fileURLWithPath: path))
-        let loaded = try InfoPlistLoader.load(path: path)
+        let loaded = try ConfigSourceReader.load(path: path)
         let linted = F.report(records, ats: ats, source: loaded).document()
         let ignored = try #require(linted.comparison.ignoredKeys.first { $0.code == "aal-ignored" })
         #expect(ignored.message.contains("NSAllowsLocalNetworking"))

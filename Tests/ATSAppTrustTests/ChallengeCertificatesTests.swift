@@ -5,6 +5,7 @@ import Foundation
 import Synchronization
 import Testing
 
+@testable import ATSAppTrust
 @testable import ATSTLS
 
 /// Tests for: the certificates each challenge kind mints, read back through `Certificate`.
@@ -27,8 +28,8 @@ struct ChallengeCertificatesTests {
         // The name.
         switch kind {
         case .wrongHost:
-            #expect(details.dnsNames == [ChallengeCertificates.wrongHostName])
-            #expect(details.commonName == ChallengeCertificates.wrongHostName)
+            #expect(details.dnsNames == [ChallengeKind.wrongHostName])
+            #expect(details.commonName == ChallengeKind.wrongHostName)
         case .noSAN:
             #expect(details.dnsNames.isEmpty)
             #expect(details.ipAddresses.isEmpty)

@@ -1,6 +1,5 @@
 import ATSPolicy
-internal import COpenSSL
-internal import COpenSSLShims
+import ATSTLS
 
 /// The client-facing TLS contexts of challenge mode: one server `TLSContext` per challenge kind, each
 /// serving, for the SNI name (or the CONNECT host without SNI), the leaf `ChallengeCertificates`
@@ -91,9 +90,7 @@ public final class ChallengeTLSContexts: Sendable {
             try context.setVersions(minimum: .tls12, maximum: .tls12)
             try context.setCipherList(staticRSACiphers)
         }
-        _ = SSL_CTX_set_options(context.pointer, ats_SSL_OP_NO_TICKET)
-        _ = SSL_CTX_set_num_tickets(context.pointer, 0)
-        _ = ats_SSL_CTX_set_session_cache_mode(context.pointer, Int(SSL_SESS_CACHE_OFF))
+        context.disableSessionResumption()
     }
 
     /// The server context that serves `kind`.

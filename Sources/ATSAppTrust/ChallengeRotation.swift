@@ -1,3 +1,4 @@
+import ATSTLS
 import Synchronization
 
 /// What the client side of one new connection gets.

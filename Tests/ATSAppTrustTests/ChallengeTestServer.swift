@@ -1,3 +1,4 @@
+import ATSAppTrust
 import ATSSystemTools
 import ATSTLS
 import ATSTestSupport

@@ -1,3 +1,4 @@
+import ATSTLS
 import Foundation
 
 /// A bad `--challenge` or `--challenge-every` value: the flag, the whole argument, and what is wrong

@@ -2,6 +2,7 @@ import Dispatch
 import Synchronization
 import Testing
 
+@testable import ATSAppTrust
 @testable import ATSTLS
 
 /// Tests for: which client connections are challenged, with which kind.

@@ -5,6 +5,7 @@ import COpenSSLShims
 import Foundation
 import Testing
 
+@testable import ATSAppTrust
 @testable import ATSTLS
 
 /// Tests for: what each challenge context negotiates, pumped in memory against OpenSSL clients.

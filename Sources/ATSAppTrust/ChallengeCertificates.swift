@@ -1,3 +1,4 @@
+import ATSTLS
 import Foundation
 import Synchronization
 
@@ -25,8 +26,6 @@ import Synchronization
 /// Thread-safe: the cache is a `Mutex`-protected dictionary; minting happens outside the lock (two
 /// racing misses may both mint; the last one is kept).
 public final class ChallengeCertificates: Sendable {
-    /// The host name the wrong-host leaf is for (`.invalid` is reserved by RFC 2606: it names nobody).
-    public static let wrongHostName = "ats-proxy-wrong-host.invalid"
     /// How long a cached leaf is served before it is minted again, so that the date-relative kinds
     /// (expired, not yet valid) stay what they claim to be in a long run.
     public static let maximumAge: TimeInterval = 12 * 3600
@@ -127,7 +126,7 @@ public final class ChallengeCertificates: Sendable {
         var issuer: CertificateAuthority? = authority
         switch kind {
         case .wrongHost:
-            Self.name(&spec, Self.wrongHostName)
+            Self.name(&spec, ChallengeKind.wrongHostName)
         case .selfSigned:
             issuer = nil
         case .untrustedCA:

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import ATSAppTrust
 @testable import ATSTLS
 
 /// Tests for: `--challenge HOST_PATTERN[=KINDS]` and `--challenge-every N` parsing, and host matching.

@@ -4,6 +4,7 @@ import ATSTestSupport
 import Foundation
 import Testing
 
+@testable import ATSAppTrust
 @testable import ATSTLS
 
 /// Tests for: real clients (curl, Python's `ssl`, and the project's own ATS judge) against a loopback
