@@ -29,6 +29,9 @@ final class H2LinkHarness {
     var onOriginEvent: (HTTP2Event) throws -> Void = { _ in }
     /// Bytes from the link not yet delivered to the origin.
     private var toOrigin: [UInt8] = []
+    /// The HTTP/1.1 request parser of each channel the tests write text on, as the client side of a proxy session
+    /// would hold one: it pauses after each message and resumes once the link says the channel's exchange is over.
+    private var requestParsers: [UpstreamH2Link.ChannelID: HTTP1Parser] = [:]
 
     init(
         originConfiguration: HTTP2Configuration = HTTP2Configuration(),
@@ -53,6 +56,7 @@ final class H2LinkHarness {
                 outputs.append(output)
             }
         }
+        resumeIdleChannels()
     }
 
     /// Body writers of the responses being encoded, per channel; nil once the message ended.
@@ -143,14 +147,40 @@ final class H2LinkHarness {
         }
     }
 
-    /// Writes `text` on `channel` and records the outputs.
+    /// Writes the HTTP/1.1 request `text` on `channel` and records the outputs.
     func write(_ text: String, channel: UpstreamH2Link.ChannelID) {
-        record(link.write(Array(text.utf8), channel: channel))
+        write(Array(text.utf8), channel: channel)
     }
 
-    /// Writes `bytes` on `channel` and records the outputs.
+    /// Parses the HTTP/1.1 request `bytes` with the channel's parser and sends what it yields on `channel` as message
+    /// parts (the link takes no HTTP/1.1 text); a pipelined request waits in the parser until the channel is idle.
     func write(_ bytes: [UInt8], channel: UpstreamH2Link.ChannelID) {
-        record(link.write(bytes, channel: channel))
+        var parser = requestParsers.removeValue(forKey: channel) ?? HTTP1Parser(role: .request)
+        let parts = parser.feed(bytes)
+        requestParsers[channel] = parser
+        if !parts.isEmpty { record(link.send(parts, channel: channel)) }
+        resumeIdleChannels()
+    }
+
+    /// The message parts of the one HTTP/1.1 request in `text`, as a session's parser yields them.
+    static func requestParts(_ text: String) -> [HTTPPart] {
+        var parser = HTTP1Parser(role: .request)
+        return parser.feed(Array(text.utf8))
+    }
+
+    /// Resumes the parsers of channels whose exchange is over (the link's channel is idle again), sending the
+    /// requests they held; forgets the parsers of channels the link forgot.
+    private func resumeIdleChannels() {
+        for (channel, var parser) in requestParsers where parser.isPaused {
+            guard let state = link.channels[channel]?.state else {
+                requestParsers[channel] = nil
+                continue
+            }
+            guard case .idle = state else { continue }
+            let parts = parser.resume()
+            requestParsers[channel] = parser
+            if !parts.isEmpty { record(link.send(parts, channel: channel)) }
+        }
     }
 
     /// Answers `stream` from the origin: head, optional body (DATA), optional trailers.
@@ -536,7 +566,7 @@ func bodyChecksum(_ bytes: [UInt8]) -> UInt64 {
         #expect(h.resets == [.channelReset(channel, .internalError)])
         #expect(h.link.channelCount == 1)
         // The forgotten channel ignores further writes; the other one still works.
-        #expect(h.link.write(Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8), channel: channel).isEmpty)
+        #expect(h.link.send(H2LinkHarness.requestParts("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), channel: channel).isEmpty)
         h.onOriginEvent = { [unowned h] event in
             if case .headers(let stream, .request, _) = event { try h.respond(stream) }
         }
@@ -725,7 +755,7 @@ func bodyChecksum(_ bytes: [UInt8]) -> UInt64 {
         #expect(h.link.receiveEOF().isEmpty)
         // The finished channel is refused when it tries the dead link again.
         #expect(
-            h.link.write(Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8), channel: done) == [
+            h.link.send(H2LinkHarness.requestParts("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), channel: done) == [
                 .channelReset(done, .refusedStream)
             ])
     }

@@ -1,6 +1,6 @@
 import ATSHTTP2
 
-/// Request side of `UpstreamH2Link`: request parts sent on a channel (or parsed from bytes given to `write`) become
+/// Request side of `UpstreamH2Link`: request parts sent on a channel become
 /// HTTP/2 streams (head → HEADERS, body → DATA, trailers → trailing HEADERS, message end → END_STREAM). Runs on the link owner's thread.
 extension UpstreamH2Link {
     /// The body of the 502 answered to requests HTTP/2 cannot carry (Upgrade, CONNECT).
@@ -33,7 +33,7 @@ extension UpstreamH2Link {
             case .upgraded:
                 break  // CONNECT: already answered with a 502 at its head.
             case .response, .failed:
-                // The session wrote something that is not an HTTP/1.1 request: drop the exchange.
+                // The session sent something that is not a request part: drop the exchange.
                 abandon(channel, .internalError)
             }
         }
@@ -45,7 +45,8 @@ extension UpstreamH2Link {
         case .idle:
             break
         case .streaming, .draining, .answeredLocally:
-            abandon(channel, .internalError)  // The parser pauses after each message, so this cannot happen.
+            // The session broke the contract (a head before its channel's exchange was over): the exchange is lost.
+            abandon(channel, .internalError)
             return
         }
         let isUpgrade = head.headers.contains("Upgrade") && head.headers.hasListElement("Connection", "upgrade")
@@ -121,7 +122,6 @@ extension UpstreamH2Link {
             if case .complete = exchange.response { finishExchange(on: channel) }
         case .draining:
             channel.state = .idle
-            pendingResumes.append(channel)
         case .idle, .answeredLocally:
             break
         }
@@ -139,8 +139,7 @@ extension UpstreamH2Link {
         }
     }
 
-    /// The exchange is over on both sides: the channel becomes idle and its parser resumes (after the current
-    /// events settle, so that closed streams are counted out first).
+    /// The exchange is over on both sides: the channel becomes idle, ready for the session's next request head.
     func finishExchange(on channel: Channel) {
         if case .streaming(let exchange) = channel.state, streamOwners[exchange.stream] === channel {
             streamOwners[exchange.stream] = nil
@@ -149,7 +148,6 @@ extension UpstreamH2Link {
         if unwritable.removeValue(forKey: channel.id) != nil {
             emit(.channelWritable(channel.id, true))
         }
-        pendingResumes.append(channel)
     }
 
     /// Resets the channel's stream (if still open) with `code`, then resets and forgets the channel.

@@ -8,9 +8,8 @@ import ATSTLS
 /// head with an origin-form target and `Host`, body pieces, trailers, message end: the proxy's message
 /// vocabulary, `HTTPPart`, whose heads carry no wire text) and receives the response as `.channelParts`: a head
 /// (interim heads alone, the final one with its framing), body pieces, trailers and a message end. No HTTP/1.1 text
-/// is written or parsed on this path. Each request becomes a new HTTP/2 stream. `write(_:channel:)` still takes
-/// serialized HTTP/1.1 requests, parsed by the channel's own parser (tests and tools use it; the proxy does not).
-/// All HTTP/2 is `ATSHTTP2.HTTP2Session`'s (role `.client`); this type only maps and routes.
+/// is written or parsed on this path, and a channel holds no HTTP/1.1 codec state. Each request becomes a new
+/// HTTP/2 stream; a session sends the next request head only once its channel's exchange is over. All HTTP/2 is `ATSHTTP2.HTTP2Session`'s (role `.client`); this type only maps and routes.
 ///
 /// Flow control: the session advertises a 256 KiB per-stream and a 1 MiB connection receive window
 /// (`defaultConfiguration`). Response DATA is acknowledged (`consume`) as soon as it is handed out in
@@ -96,8 +95,6 @@ public final class UpstreamH2Link {
     var unwritable: [ChannelID: Channel] = [:]
     /// Channels that submitted request body bytes during the current call (checked against the high watermark).
     var bodyWriters: [Channel] = []
-    /// Channels whose exchange finished during the current call: their parser resumes once events are settled.
-    var pendingResumes: [Channel] = []
     /// Outputs of the current call other than `.network` and `.closeConnection`.
     var outputs: [Output] = []
     /// Channel parts not yet appended to `outputs`, coalesced per channel.
@@ -167,19 +164,6 @@ public final class UpstreamH2Link {
             return []
         case .idle, .streaming, .draining:
             handleRequestEvents(parts, on: channel)
-        }
-        return finish()
-    }
-
-    /// Feeds serialized HTTP/1.1 request bytes for the channel, parsed by its own parser (which pauses after each
-    /// message until the exchange is over). Unknown (forgotten) channels are ignored.
-    public func write(_ http1: [UInt8], channel id: ChannelID) -> [Output] {
-        guard let channel = channels[id] else { return [] }
-        switch channel.state {
-        case .answeredLocally:
-            return []
-        case .idle, .streaming, .draining:
-            handleRequestEvents(channel.parser.feed(http1), on: channel)
         }
         return finish()
     }
@@ -272,7 +256,7 @@ public final class UpstreamH2Link {
         return inbound.end != nil
     }
 
-    /// Ends the current call: settles session events, deferred parser resumes and outbound frames, checks
+    /// Ends the current call: settles session events and outbound frames, checks
     /// back-pressure and shutdown, encrypts, and returns the outputs in order.
     func finish() -> [Output] {
         var network: [UInt8] = []
@@ -280,7 +264,6 @@ public final class UpstreamH2Link {
             var plaintext: [UInt8] = []
             while true {
                 handleSessionEvents(session.takeEvents())
-                if runPendingResumes() { continue }
                 let chunk = session.takeOutbound()
                 if chunk.isEmpty {
                     let events = session.takeEvents()
@@ -303,22 +286,6 @@ public final class UpstreamH2Link {
             result.append(.closeConnection)
         }
         return result
-    }
-
-    /// Resumes the parsers of channels whose exchange finished; returns whether there were any.
-    private func runPendingResumes() -> Bool {
-        guard !pendingResumes.isEmpty else { return false }
-        let resumes = pendingResumes
-        pendingResumes.removeAll()
-        for channel in resumes where channels[channel.id] === channel && channel.parser.isPaused {
-            switch channel.state {
-            case .idle:
-                handleRequestEvents(channel.parser.resume(), on: channel)
-            case .streaming, .draining, .answeredLocally:
-                break
-            }
-        }
-        return true
     }
 
     /// Reports `.channelWritable` transitions from the session's buffered request-body bytes.
@@ -453,15 +420,13 @@ public final class UpstreamH2Link {
 }
 
 extension UpstreamH2Link {
-    /// One virtual HTTP/1.1 connection: its request parser, its current exchange and its response back-pressure.
-    /// A reference type so that the parser's buffers are mutated in place; owned by the link.
+    /// One virtual keep-alive connection to the origin: its current exchange and its response back-pressure.
+    /// A reference type so that the link's tables share one instance per channel; owned by the link.
     final class Channel {
         /// The id the session knows it by.
         let id: ChannelID
         /// What the channel is doing.
         var state: ChannelState = .idle
-        /// Parses serialized HTTP/1.1 requests given to `write`; pauses after each message.
-        var parser = HTTP1Parser(role: .request)
         /// The session asked to stop reading responses (`setReadingPaused(true)`).
         var readingPaused = false
         /// DATA bytes handed out while paused and not yet acknowledged, per stream.
