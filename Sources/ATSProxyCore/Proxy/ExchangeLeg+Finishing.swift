@@ -73,12 +73,10 @@ extension ExchangeLeg {
         exchange.state.record()
         let redirectNote = ""
         let facts = SystemServicesSetting.split(exchange.tls)
-        let record = RequestRecord(
-            time: exchange.start, clientAddress: client.address, taskID: client.taskIDPrefix + String(exchange.number),
-            method: exchange.method, url: exchange.url, host: exchange.target.host, httpProtocol: client.protocolName,
-            source: exchange.source,
-            result: exchange.result, atsRequired: exchange.decision.atsRequired,
-            ruleChain: exchange.decision.ruleTexts, rule: exchange.rule + redirectNote, fix: exchange.fix,
+        let record = client.record(
+            task: exchange.number, time: exchange.start, method: exchange.method, url: exchange.url,
+            host: exchange.target.host, source: exchange.source, result: exchange.result, decision: exchange.decision,
+            rule: exchange.rule + redirectNote, fix: exchange.fix,
             errorCode: exchange.errorCode, streamError: exchange.streamError, status: exchange.responseStatus,
             tls: facts.tls,
             requestHeaders: exchange.requestHeaders.fields, responseHeaders: exchange.responseHeaders.fields,

@@ -140,10 +140,8 @@ extension HTTP2Frontend {
             try? session.resetStream(stream: id, error: .internalError)
         }
         let url = "\(head.scheme.isEmpty ? "https" : head.scheme)://\(head.authority)\(head.path)"
-        let record = RequestRecord(
-            time: now, clientAddress: template.client.address,
-            taskID: template.client.taskIDPrefix + String(number), method: head.method, url: url,
-            httpProtocol: "h2", source: .urlsession, result: .refused, atsRequired: false, ruleChain: [],
+        let record = template.client.record(
+            task: number, time: now, method: head.method, url: url, result: .refused,
             rule: text.replacingOccurrences(of: "ats-proxy: ", with: ""), errorCode: code.rawValue, status: status,
             requestHeaders: head.headers.map { RequestRecord.HeaderField(name: $0.name, value: $0.value) },
             bytesToClient: body.count, route: template.route)

@@ -80,21 +80,17 @@ extension ProxySession {
         if let head {
             var path = ""
             if case .origin(let origin) = head.target { path = origin }
-            record = RequestRecord(
-                time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount),
-                method: head.method,
-                url: tunnel.url(path: path.isEmpty ? "/" : path), host: tunnel.host, httpProtocol: "http/1.1",
-                source: source, result: .challengeAccepted, atsRequired: decision.atsRequired,
-                ruleChain: decision.ruleTexts,
+            record = leg.client.record(
+                task: requestCount, time: now, method: head.method, url: tunnel.url(path: path.isEmpty ? "/" : path),
+                host: tunnel.host, source: source, result: .challengeAccepted, decision: decision,
                 rule: outcome.meaning + "; " + Self.atsContext(decision, host: tunnel.host),
                 status: 502, requestHeaders: head.headers.fields, bytesToClient: bytesToClient,
                 appTrust: appTrust, route: .tunnel(entry, .tls))
         } else {
-            record = RequestRecord(
-                time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount + 1),
-                method: "CONNECT", url: "https://\(RequestTarget.uriHost(tunnel.host)):\(tunnel.port)/",
-                host: tunnel.host, httpProtocol: "http/1.1", source: source, result: .challengeRefused,
-                atsRequired: decision.atsRequired, ruleChain: decision.ruleTexts,
+            record = leg.client.record(
+                task: requestCount + 1, time: now, method: "CONNECT",
+                url: "https://\(RequestTarget.uriHost(tunnel.host)):\(tunnel.port)/", host: tunnel.host, source: source,
+                result: .challengeRefused, decision: decision,
                 rule: passNote.map { outcome.meaning + "; " + $0 } ?? outcome.meaning, appTrust: appTrust,
                 route: .tunnel(entry, .tls))
         }
@@ -110,10 +106,9 @@ extension ProxySession {
         let (decision, _) = leg.decide(tunnel.target, source: .urlsession)
         leg.commands.append(
             .log(
-                RequestRecord(
-                    time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount), method: "-",
-                    url: tunnel.url(path: "/"), host: tunnel.host, httpProtocol: "http/1.1", source: .urlsession,
-                    result: .challengeAccepted, atsRequired: decision.atsRequired, ruleChain: decision.ruleTexts,
+                leg.client.record(
+                    task: requestCount, time: now, method: "-", url: tunnel.url(path: "/"), host: tunnel.host,
+                    result: .challengeAccepted, decision: decision,
                     rule: outcome.meaning + "; " + Self.atsContext(decision, host: tunnel.host),
                     appTrust: AppTrustRecord(challenge: outcome.kind.rawValue, challengeMeaning: outcome.meaning),
                     route: .tunnel(entry, .tls))))

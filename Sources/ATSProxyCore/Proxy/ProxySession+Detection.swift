@@ -174,11 +174,10 @@ extension ProxySession {
     ) {
         leg.commands.append(
             .log(
-                RequestRecord(
-                    time: detection.start, clientAddress: clientAddress,
-                    taskID: taskIDPrefix + String(requestCount + 1), method: "CONNECT", url: url,
-                    host: detection.tunnel.host, httpProtocol: "http/1.1", source: detection.source, result: .failed,
-                    atsRequired: decision.atsRequired, ruleChain: decision.ruleTexts, rule: rule, fix: fix,
+                leg.client.record(
+                    task: requestCount + 1, time: detection.start, method: "CONNECT", url: url,
+                    host: detection.tunnel.host, source: detection.source, result: .failed, decision: decision,
+                    rule: rule, fix: fix,
                     status: 200, durationMilliseconds: now.timeIntervalSince(detection.start) * 1000,
                     route: leg.route)))
     }

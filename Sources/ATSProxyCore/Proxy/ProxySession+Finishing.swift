@@ -90,13 +90,9 @@ extension ProxySession {
     /// the same connection, which has its own record.
     mutating func logClientHandshakeFailure(_ failure: TLSFailure) {
         guard let tunnel = role.tunnel else { return }
-        let record = RequestRecord(
-            time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(requestCount + 1),
-            method: "CONNECT",
-            url: "https://\(tunnel.host):\(tunnel.port)/", host: tunnel.host, httpProtocol: "http/1.1",
-            source: .urlsession,
-            result: .clientUntrustedCA,
-            atsRequired: false, ruleChain: [],
+        let record = leg.client.record(
+            task: requestCount + 1, time: now, method: "CONNECT", url: "https://\(tunnel.host):\(tunnel.port)/",
+            host: tunnel.host, result: .clientUntrustedCA,
             rule:
                 "the client rejected the TLS handshake with the proxy (\(failure)); install and fully trust the ats-proxy CA on the client",
             fix: "trust the proxy's CA (ats-proxy ca export) on the device or simulator",

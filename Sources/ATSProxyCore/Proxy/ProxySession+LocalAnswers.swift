@@ -49,10 +49,9 @@ extension ProxySession {
         case .origin(let path): url = (role.tunnel?.origin ?? "") + path
         }
         let number = head.method == "CONNECT" ? requestCount + 1 : requestCount
-        return RequestRecord(
-            time: now, clientAddress: clientAddress, taskID: taskIDPrefix + String(number), method: head.method,
-            url: url, httpProtocol: "http/1.1", source: .urlsession, result: .refused, atsRequired: false,
-            ruleChain: [], rule: text, fix: fix, errorCode: code?.rawValue, status: status,
+        return leg.client.record(
+            task: number, time: now, method: head.method, url: url, result: .refused, rule: text, fix: fix,
+            errorCode: code?.rawValue, status: status,
             requestHeaders: head.headers.fields, bytesToClient: bytesToClient,
             route: head.method == "CONNECT" ? .tunnel(entry, .refused) : leg.route)
     }

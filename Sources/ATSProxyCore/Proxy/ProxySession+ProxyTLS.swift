@@ -100,10 +100,9 @@ extension ProxySession {
         leg.now = now
         leg.commands.append(
             .log(
-                RequestRecord(
-                    time: now, clientAddress: clientAddress, taskID: taskIDPrefix + "1", method: "CONNECT",
-                    url: "https://\(address)/", host: Self.proxyHostName(localAddress), httpProtocol: "http/1.1",
-                    source: .urlsession, result: .clientUntrustedCA, atsRequired: false, ruleChain: [],
+                leg.client.record(
+                    task: 1, time: now, method: "CONNECT", url: "https://\(address)/",
+                    host: Self.proxyHostName(localAddress), result: .clientUntrustedCA,
                     rule:
                         "the client rejected the TLS handshake with the proxy itself (TLS to the proxy: \(failure)); it must trust the ats-proxy CA for the proxy's own certificate",
                     fix:

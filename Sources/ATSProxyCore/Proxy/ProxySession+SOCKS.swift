@@ -71,11 +71,10 @@ extension ProxySession {
         let fix = "point the client at socks5h://\(address) (SOCKS5; the proxy resolves names) or http://\(address)"
         leg.commands.append(
             .log(
-                RequestRecord(
-                    time: now, clientAddress: clientAddress, taskID: taskIDPrefix + "1", method: "CONNECT",
-                    url: "socks4://\(destination ?? "unknown")/", host: destination.map { Self.hostPart($0) },
-                    httpProtocol: "socks4", source: .urlsession, result: .refused, atsRequired: false, ruleChain: [],
-                    rule: text, fix: fix, errorCode: NSURLErrorCode.cannotConnectToHost.rawValue, bytesToClient: 8,
+                leg.client.record(
+                    task: 1, time: now, method: "CONNECT", url: "socks4://\(destination ?? "unknown")/",
+                    host: destination.map { Self.hostPart($0) }, httpProtocol: "socks4", result: .refused, rule: text,
+                    fix: fix, errorCode: NSURLErrorCode.cannotConnectToHost.rawValue, bytesToClient: 8,
                     route: .socks4)))
         // VN 0, CD 91 (request rejected or failed), DSTPORT and DSTIP ignored.
         leg.commands.append(.writeToClient([0x00, 0x5B, 0, 0, 0, 0, 0, 0]))
