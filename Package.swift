@@ -119,12 +119,13 @@ let package = Package(
                 .product(name: "MCP", package: "swift-sdk"),
             ]
         ),
-        // Helpers shared by several test targets (test PKI, in-memory TLS pumps, report fixtures);
-        // only test targets depend on it.
+        // Helpers shared by several test targets (test PKI, in-memory TLS pumps, report fixtures, transcripts of the
+        // sans-io core's commands); only test targets depend on it.
         .target(
             name: "ATSTestSupport",
             dependencies: [
-                "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSSystemTools", "ATSDiagnose", "COpenSSL", "COpenSSLShims",
+                "ATSPolicy", "ATSTLS", "ATSHTTP2", "ATSProxyCore", "ATSSystemTools", "ATSDiagnose", "COpenSSL",
+                "COpenSSLShims",
             ],
             path: "Tests/ATSTestSupport"
         ),
@@ -157,7 +158,7 @@ let package = Package(
                 "ATSSystemTools",
             ]
         ),
-        .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore"]),
+        .testTarget(name: "ATSProxyIOTests", dependencies: ["ATSProxyIO", "ATSProxyCore", "ATSPolicy", "ATSTLS"]),
         .testTarget(
             name: "ats-proxyTests",
             dependencies: [

@@ -2,6 +2,7 @@ import ATSAppTrust
 import ATSHTTP2
 import ATSPolicy
 import ATSTLS
+import ATSTestSupport
 import Foundation
 import Testing
 
@@ -54,7 +55,7 @@ import Testing
             if case .failed(let failure) = progress { Issue.record("client handshake failed: \(failure)") }
             let reply = harness.send(.clientBytes(client.takeOutbound()))
             commands += reply
-            client.receive(Session.clientWrites(reply))
+            client.receive(Transcript(reply).clientBytes)
         }
         #expect(client.state == .established)
         #expect(client.negotiatedALPN != "h2", "a challenged connection never speaks HTTP/2")
@@ -62,7 +63,7 @@ import Testing
     }
 
     static func challengeRecords(_ commands: [ProxyCommand]) -> [RequestRecord] {
-        Session.records(commands).filter { $0.appTrust?.challenge != nil }
+        Transcript(commands).records.filter { $0.appTrust?.challenge != nil }
     }
 
     @Test func aClientThatBreaksOffTheChallengedHandshakeIsOnePass() throws {
@@ -75,8 +76,8 @@ import Testing
         let records = Self.challengeRecords(commands)
         #expect(records.map(\.result) == [.challengeRefused], "\(records)")
         #expect(records.first?.appTrust?.challenge == "wrong-host")
-        #expect(Session.connects(commands).isEmpty)
-        #expect(Session.closesClient(commands))
+        #expect(Transcript(commands).connects.isEmpty)
+        #expect(Transcript(commands).closesClient)
     }
 
     @Test func aRequestThroughTheChallengeIsOneFindingAnswered502AndNeverForwarded() throws {
@@ -86,16 +87,16 @@ import Testing
         _ = client.write(Array("GET /v1 HTTP/1.1\r\nHost: \(Self.challengedHost)\r\n\r\n".utf8))
         let answer = harness.send(.clientBytes(client.takeOutbound()))
         commands += answer
-        client.receive(Session.clientWrites(answer))
+        client.receive(Transcript(answer).clientBytes)
         #expect(Session.text(Session.readAll(client)).hasPrefix("HTTP/1.1 502 "))
         commands += harness.send(.clientGone)
         commands += harness.send(.timerFired)
         let records = Self.challengeRecords(commands)
         #expect(records.map(\.result) == [.challengeAccepted], "\(records)")
         #expect(records.first?.url == "https://api.example.com/v1")
-        #expect(Session.records(commands).count == 1, "one record per challenged connection")
-        #expect(Session.connects(commands).isEmpty, "nothing of a challenged connection reaches an origin")
-        #expect(Session.closesClient(answer))
+        #expect(Transcript(commands).records.count == 1, "one record per challenged connection")
+        #expect(Transcript(commands).connects.isEmpty, "nothing of a challenged connection reaches an origin")
+        #expect(Transcript(answer).closesClient)
     }
 
     /// A CONNECT sent through the challenged tunnel is a request the client sent through the forged server like any
@@ -106,13 +107,13 @@ import Testing
         _ = client.write(Array("CONNECT other.example.com:443 HTTP/1.1\r\nHost: other.example.com:443\r\n\r\n".utf8))
         let answer = harness.send(.clientBytes(client.takeOutbound()))
         commands += answer
-        client.receive(Session.clientWrites(answer))
+        client.receive(Transcript(answer).clientBytes)
         #expect(Session.text(Session.readAll(client)).hasPrefix("HTTP/1.1 502 "))
         commands += harness.send(.clientGone)
         let records = Self.challengeRecords(commands)
         #expect(records.map(\.result) == [.challengeAccepted], "\(records)")
-        #expect(Session.records(commands).count == 1, "one record per challenged connection")
-        #expect(Session.connects(commands).isEmpty)
+        #expect(Transcript(commands).records.count == 1, "one record per challenged connection")
+        #expect(Transcript(commands).connects.isEmpty)
     }
 
     @Test func aClientThatClosesAfterTheChallengedHandshakeWithoutARequestIsOnePass() throws {
@@ -122,7 +123,7 @@ import Testing
         commands += harness.send(.clientGone)
         let records = Self.challengeRecords(commands)
         #expect(records.map(\.result) == [.challengeRefused], "\(records)")
-        #expect(Session.records(commands).count == 1)
+        #expect(Transcript(commands).records.count == 1)
     }
 
     /// When the proxy itself ends a challenged connection before the client decided (its timeout, its shutdown),
@@ -132,7 +133,7 @@ import Testing
         let harness = try Self.challengedHarness()
         var (_, commands) = try Self.acceptChallenge(harness)
         var ended: [ProxyCommand] = []
-        for _ in 0..<8 where !Session.closesClient(ended) { ended += harness.send(event) }
+        for _ in 0..<8 where !Transcript(ended).closesClient { ended += harness.send(event) }
         commands += ended
         let records = Self.challengeRecords(commands)
         #expect(records.map(\.result) == [.challengeRefused], "\(records)")
@@ -161,9 +162,9 @@ import Testing
         commands += harness.send(.clientGone)
         let records = Self.challengeRecords(commands)
         #expect(records.map(\.result) == [.challengeAccepted], "\(records)")
-        #expect(Session.records(commands).count == 1, "one record per challenged connection")
-        #expect(Session.connects(commands).isEmpty)
-        #expect(Session.closesClient(commands))
+        #expect(Transcript(commands).records.count == 1, "one record per challenged connection")
+        #expect(Transcript(commands).connects.isEmpty)
+        #expect(Transcript(commands).closesClient)
     }
 
     /// A small deterministic generator for the walks below (SplitMix64).
@@ -206,7 +207,7 @@ import Testing
             "GET /a HTTP/1.1\r\nHost: \(Self.challengedHost)\r\n\r\n", "GET /partial HTTP/1.1\r\nHo",
             "BROKEN\r\n\r\n", "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab",
         ]
-        var closed = Session.closesClient(commands)
+        var closed = Transcript(commands).closesClient
         for _ in 0..<4 where !closed {
             let answer: [ProxyCommand]
             switch walk.next(6) {
@@ -221,38 +222,23 @@ import Testing
             default: answer = harness.send(.clientGone)
             }
             commands += answer
-            closed = Session.closesClient(answer)
+            closed = Transcript(answer).closesClient
         }
         if !closed { commands += harness.send(.clientGone) }
         let after = harness.send(.timerFired) + harness.send(.clientGone)
         #expect(after.isEmpty, "nothing after the close: \(after)")
-        let records = Session.records(commands)
+        let records = Transcript(commands).records
         #expect(records.count == 1, "\(records.map { "\($0.result) \($0.rule)" })")
         #expect(records.allSatisfy { $0.appTrust?.challenge == "wrong-host" })
         #expect(records.map(\.result) == [sentRequestBytes ? .challengeAccepted : .challengeRefused])
-        #expect(Session.connects(commands).isEmpty)
+        #expect(Transcript(commands).connects.isEmpty)
     }
 
     // MARK: - Tunnels and upgrades through lane 0
 
+    /// `host:port` of every upstream handed back to the pool (`releaseUpstream`), in order.
     static func releases(_ commands: [ProxyCommand]) -> [String] {
-        commands.compactMap {
-            if case .releaseUpstream(let lease) = $0 { "\(lease.key.host):\(lease.key.port)" } else { nil }
-        }
-    }
-
-    static func timerCommands(_ commands: [ProxyCommand]) -> [String] {
-        commands.compactMap { command in
-            switch command {
-            case .armTimer(let seconds): "\(seconds)"
-            case .cancelTimer: "cancel"
-            default: nil
-            }
-        }
-    }
-
-    static func reuseKey(_ commands: [ProxyCommand]) -> [UpstreamKey?] {
-        commands.compactMap { if case .connectUpstream(_, _, let reuse) = $0 { reuse } else { nil } }
+        Transcript(commands).releases.map { "\($0.key.host):\($0.key.port)" }
     }
 
     /// A keep-alive cleartext request answered on a pooled-able upstream of `harness`'s session (task 1).
@@ -260,7 +246,7 @@ import Testing
         var commands = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
         commands += harness.send(.upstreamConnected)
         commands += harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx".utf8)))
-        #expect(Session.records(commands).map(\.status) == [200])
+        #expect(Transcript(commands).records.map(\.status) == [200])
         return commands
     }
 
@@ -275,37 +261,39 @@ import Testing
         let connect = harness.send(
             "CONNECT secure.pass.test:443 HTTP/1.1\r\nHost: secure.pass.test:443\r\n\r\nEARLY")
         #expect(Self.releases(connect) == ["localhost:9000"], "\(connect)")
-        #expect(Session.connects(connect) == ["secure.pass.test:443"])
-        #expect(Self.reuseKey(connect) == [nil], "a probe never takes a pooled connection")
-        #expect(Session.clientWrites(connect).isEmpty, "no answer before the probe's verdict")
-        #expect(connect.contains { if case .pauseClientReads = $0 { true } else { false } })
+        #expect(Transcript(connect).connects.map(\.authority) == ["secure.pass.test:443"])
+        #expect(Transcript(connect).connects.map(\.reuse) == [nil], "a probe never takes a pooled connection")
+        #expect(Transcript(connect).clientBytes.isEmpty, "no answer before the probe's verdict")
+        #expect(Transcript(connect).pausesClientReads)
         // The probe's handshake, judged like a request's.
         let origin = try harness.originServer(host: "secure.pass.test")
         var commands = harness.send(.upstreamConnected)
         var all = commands
-        for _ in 0..<10 where Session.connects(all).isEmpty {
-            origin.receive(Session.upstreamWrites(commands))
+        for _ in 0..<10 where Transcript(all).connects.isEmpty {
+            origin.receive(Transcript(commands).upstreamBytes)
             _ = origin.handshake()
             guard origin.hasOutbound else { break }
             commands = harness.send(.upstreamBytes(origin.takeOutbound()))
             all += commands
         }
-        #expect(Session.connects(all) == ["secure.pass.test:443"], "the raw tunnel's own connection: \(all)")
-        #expect(Session.records(all).isEmpty, "the probe's record waits for the tunnel")
+        #expect(
+            Transcript(all).connects.map(\.authority) == ["secure.pass.test:443"],
+            "the raw tunnel's own connection: \(all)")
+        #expect(Transcript(all).records.isEmpty, "the probe's record waits for the tunnel")
         let opened = harness.send(.upstreamConnected)
-        let records = Session.records(opened)
+        let records = Transcript(opened).records
         #expect(records.map(\.method) == ["CONNECT"])
         #expect(records.map(\.status) == [200])
         #expect(records.first?.taskID.hasSuffix(".2") == true, "\(records.map(\.taskID))")
-        #expect(Session.text(Session.clientWrites(opened)) == "HTTP/1.1 200 Connection established\r\n\r\n")
-        #expect(Session.text(Session.upstreamWrites(opened)) == "EARLY")
-        #expect(opened.contains { if case .resumeClientReads = $0 { true } else { false } })
-        #expect(Self.timerCommands(opened).last == "cancel", "a relaying tunnel has no timer: \(opened)")
-        #expect(Session.text(Session.upstreamWrites(harness.send("more"))) == "more")
-        #expect(Session.text(Session.clientWrites(harness.send(.upstreamBytes(Array("back".utf8))))) == "back")
+        #expect(Transcript(opened).clientText == "HTTP/1.1 200 Connection established\r\n\r\n")
+        #expect(Transcript(opened).upstreamText == "EARLY")
+        #expect(Transcript(opened).resumesClientReads)
+        #expect(Transcript(opened).timers.last == .cancel, "a relaying tunnel has no timer: \(opened)")
+        #expect(Transcript(harness.send("more")).upstreamText == "more")
+        #expect(Transcript(harness.send(.upstreamBytes(Array("back".utf8)))).clientText == "back")
         let end = harness.send(.upstreamEOF)
-        #expect(Session.closesClient(end))
-        #expect(Session.records(end).isEmpty, "one record per tunnel")
+        #expect(Transcript(end).closesClient)
+        #expect(Transcript(end).records.isEmpty, "one record per tunnel")
     }
 
     /// A left-alone host's CONNECT after a request: the idle upstream goes back to the pool, the blind tunnel opens
@@ -317,14 +305,14 @@ import Testing
         _ = Self.oneRequest(harness)
         let connect = harness.send("CONNECT ignored.test:443 HTTP/1.1\r\nHost: ignored.test:443\r\n\r\nhello")
         #expect(Self.releases(connect) == ["localhost:9000"], "\(connect)")
-        #expect(Session.connects(connect) == ["ignored.test:443"])
+        #expect(Transcript(connect).connects.map(\.authority) == ["ignored.test:443"])
         let opened = harness.send(.upstreamConnected)
-        #expect(Session.records(opened).isEmpty)
-        #expect(Session.text(Session.clientWrites(opened)) == "HTTP/1.1 200 Connection established\r\n\r\n")
-        #expect(Session.text(Session.upstreamWrites(opened)) == "hello")
+        #expect(Transcript(opened).records.isEmpty)
+        #expect(Transcript(opened).clientText == "HTTP/1.1 200 Connection established\r\n\r\n")
+        #expect(Transcript(opened).upstreamText == "hello")
         let end = harness.send(.clientEOF)
-        #expect(Session.closesClient(end))
-        #expect(Session.records(end).isEmpty)
+        #expect(Transcript(end).closesClient)
+        #expect(Transcript(end).records.isEmpty)
     }
 
     /// 101 Switching Protocols on lane 0: the response and the origin's first raw bytes reach the client, what the
@@ -337,22 +325,22 @@ import Testing
             + "Upgrade: websocket\r\n\r\nFRAME1"
         _ = harness.send(request)
         let sent = harness.send(.upstreamConnected)
-        #expect(!Session.text(Session.upstreamWrites(sent)).contains("FRAME1"), "held until the origin switches")
+        #expect(!Transcript(sent).upstreamText.contains("FRAME1"), "held until the origin switches")
         let switched = harness.send(
             .upstreamBytes(
                 Array(
                     "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nSERVER1".utf8)
             ))
-        #expect(Session.text(Session.clientWrites(switched)).hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"))
-        #expect(Session.text(Session.clientWrites(switched)).hasSuffix("\r\n\r\nSERVER1"))
-        #expect(Session.text(Session.upstreamWrites(switched)) == "FRAME1")
-        #expect(Session.records(switched).map(\.status) == [101])
-        #expect(Self.timerCommands(switched).last == "cancel", "a relaying connection has no timer: \(switched)")
-        #expect(Session.text(Session.upstreamWrites(harness.send("FRAME2"))) == "FRAME2")
-        #expect(Session.text(Session.clientWrites(harness.send(.upstreamBytes(Array("SERVER2".utf8))))) == "SERVER2")
+        #expect(Transcript(switched).clientText.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"))
+        #expect(Transcript(switched).clientText.hasSuffix("\r\n\r\nSERVER1"))
+        #expect(Transcript(switched).upstreamText == "FRAME1")
+        #expect(Transcript(switched).records.map(\.status) == [101])
+        #expect(Transcript(switched).timers.last == .cancel, "a relaying connection has no timer: \(switched)")
+        #expect(Transcript(harness.send("FRAME2")).upstreamText == "FRAME2")
+        #expect(Transcript(harness.send(.upstreamBytes(Array("SERVER2".utf8)))).clientText == "SERVER2")
         let end = harness.send(.upstreamEOF)
-        #expect(Session.closesClient(end))
-        #expect(Session.records(end).isEmpty)
+        #expect(Transcript(end).closesClient)
+        #expect(Transcript(end).records.isEmpty)
     }
 
     // MARK: - Stream legs
@@ -370,19 +358,19 @@ import Testing
         harness.connect(lane: 1)
         let answered = harness.respond(lane: 1, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n")
         #expect(harness.stream(stream).head?.first { $0.name == ":status" }?.value == "413")
-        #expect(H2.records(answered).isEmpty, "the exchange ends with its request")
-        #expect(!H2.names(answered).contains("1:closeClient"))
+        #expect(Transcript(answered).records.isEmpty, "the exchange ends with its request")
+        #expect(!Transcript(answered).names.contains("1:closeClient"))
         try client.submitData(stream: stream, bytes: Array("world".utf8), endStream: true)
         let ended = harness.flushClient()
-        let records = H2.records(ended)
+        let records = Transcript(ended).records
         #expect(records.map(\.status) == [413])
         #expect(records.first?.bytesFromClient == 10)
-        let names = H2.names(ended)
+        let names = Transcript(ended).names
         let close = try #require(names.firstIndex(of: "1:closeClient"), "\(names)")
         #expect(names.filter { $0 == "1:closeClient" }.count == 1)
         #expect(!names[(close + 1)...].contains { $0.hasPrefix("1:") }, "lane 1 after its close: \(names)")
         #expect(harness.received(lane: 1).hasSuffix("helloworld"))
         let (_, next) = try harness.request("/next")
-        #expect(H2.connects(next).map(\.lane) == [2])
+        #expect(Transcript(next).laneConnects.map(\.lane) == [2])
     }
 }

@@ -1,5 +1,6 @@
 import ATSPolicy
 import ATSTLS
+import ATSTestSupport
 import Foundation
 import Testing
 
@@ -59,10 +60,9 @@ import Testing
     @Test func aStreamsLegAnswersInPartsAndSignalsTheEnd() throws {
         var leg = try Self.leg(.stream)
         let commands = try Self.exchange(&leg, response: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi")
-        #expect(Session.connects(commands) == ["localhost:9000"])
-        #expect(Session.text(Session.upstreamWrites(commands)).hasPrefix("GET /x HTTP/1.1\r\n"))
-        var parts: [HTTPPart] = []
-        for case .respond(let more) in commands { parts += more }
+        #expect(Transcript(commands).connects.map(\.authority) == ["localhost:9000"])
+        #expect(Transcript(commands).upstreamText.hasPrefix("GET /x HTTP/1.1\r\n"))
+        let parts = Transcript(commands).responseParts
         guard case .response(let head, _)? = parts.first else {
             Issue.record("no response head in \(parts)")
             return
@@ -70,8 +70,8 @@ import Testing
         #expect(head.status == 200)
         #expect(parts.contains { if case .body(let body) = $0 { Array(body) == Array("hi".utf8) } else { false } })
         #expect(parts.last.map { if case .messageEnd = $0 { true } else { false } } == true)
-        #expect(Session.clientWrites(commands).isEmpty, "a stream's leg writes no text")
-        #expect(Session.records(commands).map(\.httpProtocol) == ["h2"])
+        #expect(Transcript(commands).clientBytes.isEmpty, "a stream's leg writes no text")
+        #expect(Transcript(commands).records.map(\.httpProtocol) == ["h2"])
         #expect(leg.takeSignals().map(\.name) == ["finished(keepAlive: true)"])
         #expect(leg.isIdleForReuse && leg.upstreamIdle)
     }
@@ -80,16 +80,16 @@ import Testing
         var leg = try Self.leg(.http1(encrypted: false))
         let commands = try Self.exchange(
             &leg, response: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi", keepAlive: false)
-        let text = Session.text(Session.clientWrites(commands))
+        let text = Transcript(commands).clientText
         #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n") && text.contains("Connection: close\r\n") && text.hasSuffix("hi"))
         #expect(leg.takeSignals().map(\.name) == ["finished(keepAlive: false)"])
-        #expect(!commands.contains { if case .respond = $0 { true } else { false } })
+        #expect(Transcript(commands).responseParts.isEmpty)
     }
 
     @Test func anEncryptedClientsTextWaitsForTheOwnerToSealIt() throws {
         var leg = try Self.leg(.http1(encrypted: true))
         let commands = try Self.exchange(&leg, response: "HTTP/1.1 204 No Content\r\n\r\n")
-        #expect(Session.clientWrites(commands).isEmpty)
+        #expect(Transcript(commands).clientBytes.isEmpty)
         #expect(String(decoding: leg.takeClientPlain(), as: UTF8.self).hasPrefix("HTTP/1.1 204 No Content\r\n"))
         #expect(leg.takeClientPlain().isEmpty)
     }
@@ -101,15 +101,13 @@ import Testing
         leg.handleUpstreamEvent(.upstreamConnectFailed(.refused))
         let commands = Self.takeCommands(&leg)
         var status: Int?
-        for case .respond(let parts) in commands {
-            for case .response(let head, _) in parts { status = head.status }
-        }
+        for case .response(let head, _) in Transcript(commands).responseParts { status = head.status }
         #expect(status == 502)
-        #expect(Session.records(commands).first?.errorCode == NSURLErrorCode.cannotConnectToHost.rawValue)
+        #expect(Transcript(commands).records.first?.errorCode == NSURLErrorCode.cannotConnectToHost.rawValue)
         #expect(leg.takeSignals().map(\.name) == ["finished(keepAlive: true)"])
         // The next request starts on the same leg.
         leg.start(try Self.request("/y", number: 2))
-        #expect(Session.connects(Self.takeCommands(&leg)) == ["localhost:9000"])
+        #expect(Transcript(Self.takeCommands(&leg)).connects.map(\.authority) == ["localhost:9000"])
     }
 
     @Test func anIdleStreamLegGivesItsUpstreamBackThenEnds() throws {
@@ -120,13 +118,13 @@ import Testing
         _ = try Self.exchange(&leg, response: "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
         _ = leg.takeSignals()
         leg.updateOwnTimer()
-        let armed = Self.takeCommands(&leg).compactMap { if case .armTimer(let s) = $0 { s } else { nil } }
+        let armed = Transcript(Self.takeCommands(&leg)).armedTimers
         #expect(armed.last.map { $0 <= 1 } == true, "the first idle stage is due within the linger: \(armed)")
         // Stages fire until the upstream went back to the pool; then the idle timeout ends the leg.
         var released = false
         for _ in 0..<4 where !released {
             leg.ownTimerFired()
-            released = Self.takeCommands(&leg).contains { if case .releaseUpstream = $0 { true } else { false } }
+            released = !Transcript(Self.takeCommands(&leg)).releases.isEmpty
         }
         #expect(released)
         #expect(leg.takeSignals().isEmpty)
@@ -153,11 +151,11 @@ import Testing
             .upstreamBytes(
                 Array("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nok".utf8)))
         let commands = Self.takeCommands(&leg)
-        #expect(Session.text(Session.clientWrites(commands)).hasSuffix("\r\n\r\nok"))
+        #expect(Transcript(commands).clientText.hasSuffix("\r\n\r\nok"))
         #expect(leg.takeSignals().map(\.name) == ["upgraded"])
         #expect(leg.isRelaying)
         leg.relayFromClient(Array("ping".utf8))
-        #expect(Session.text(Session.upstreamWrites(Self.takeCommands(&leg))) == "ping")
+        #expect(Transcript(Self.takeCommands(&leg)).upstreamText == "ping")
     }
 
     @Test("misuse by an owner traps", arguments: LegMisuse.allCases)

@@ -29,9 +29,9 @@ extension HTTP2FrontendTests {
         for index in 0..<(3 * limit) where !closedClient {
             let frames = Self.madeYouReset(stream: UInt32(2 * index + 1))
             harness.rawToProxy = frames.headers
-            connects += Self.connects(harness.flushClient()).count
+            connects += Transcript(harness.flushClient()).laneConnects.count
             harness.rawToProxy = frames.overflow
-            closedClient = Self.names(harness.flushClient()).contains("closeClient")
+            closedClient = Transcript(harness.flushClient()).names.contains("closeClient")
         }
         #expect(closedClient, "the connection was never cut")
         #expect(RawH2.goAwayCodes(in: harness.rawFromProxy) == [HTTP2ErrorCode.enhanceYourCalm.rawValue])
@@ -55,14 +55,14 @@ extension HTTP2FrontendTests {
         }
         harness.rawToProxy = input
         let commands = harness.flushClient()
-        #expect(Self.connects(commands).isEmpty)
-        #expect(!Self.touchesALane(commands))
+        #expect(Transcript(commands).laneConnects.isEmpty)
+        #expect(!Transcript(commands).touchesALane)
         #expect(RawH2.resets(in: harness.rawFromProxy).count == 20)
         #expect(RawH2.goAwayCodes(in: harness.rawFromProxy).isEmpty)
 
         // The connection still serves a well-formed stream.
         harness.rawToProxy = RawH2.headers(stream: 41, block: Self.rawGet)
-        #expect(Self.connects(harness.flushClient()).map(\.lane) == [1])
+        #expect(Transcript(harness.flushClient()).laneConnects.map(\.lane) == [1])
     }
 
     @Test func aReadThatCutsTheConnectionStartsNoneOfItsRequests() throws {
@@ -79,8 +79,9 @@ extension HTTP2FrontendTests {
         harness.rawToProxy = input
         let commands = harness.flushClient()
         #expect(RawH2.goAwayCodes(in: harness.rawFromProxy) == [HTTP2ErrorCode.enhanceYourCalm.rawValue])
-        #expect(Self.names(commands).contains("closeClient"))
-        #expect(Self.connects(commands).isEmpty, "requests started: \(Self.connects(commands).count)")
+        #expect(Transcript(commands).names.contains("closeClient"))
+        #expect(
+            Transcript(commands).laneConnects.isEmpty, "requests started: \(Transcript(commands).laneConnects.count)")
     }
 }
 
@@ -100,8 +101,9 @@ extension HTTP2FrontendTests {
         var peak = 0
         var records: [RequestRecord] = []
         for lane in 1...count {
-            records += Self.records(harness.connect(lane: Int32(lane)))
-            records += Self.records(harness.respond(lane: Int32(lane), head + testBody(seed: lane, count: 300_000)))
+            records += Transcript(harness.connect(lane: Int32(lane))).records
+            records +=
+                Transcript(harness.respond(lane: Int32(lane), head + testBody(seed: lane, count: 300_000))).records
             peak = max(peak, frontend.session.bufferedOutboundTotal)
         }
         #expect(peak <= HTTP2Frontend.connectionResponseCap, "the connection held \(peak) bytes")
@@ -134,16 +136,16 @@ extension HTTP2FrontendTests {
         let header = "armTimer(\(Int(settings.headerTimeout)))"
         let idle = "armTimer(\(Int(settings.idleTimeout)))"
         harness.rawToProxy = RawH2.clientStart
-        #expect(Self.names(harness.flushClient()).contains(idle))
+        #expect(Transcript(harness.flushClient()).names.contains(idle))
 
         harness.rawToProxy = RawH2.headers(stream: 1, block: Self.rawGet, endHeaders: false)
-        #expect(Self.names(harness.flushClient()).contains(header))
+        #expect(Transcript(harness.flushClient()).names.contains(header))
         for index in 0..<3 {
             harness.rawToProxy = RawH2.continuation(stream: 1, block: RawH2.literal("x-\(index)", "v"))
-            let names = Self.names(harness.flushClient())
+            let names = Transcript(harness.flushClient()).names
             #expect(!names.contains { $0.hasPrefix("armTimer") }, "a CONTINUATION re-armed the timer: \(names)")
         }
-        #expect(Self.names(harness.send(.timerFired)).contains("closeClient"))
+        #expect(Transcript(harness.send(.timerFired)).names.contains("closeClient"))
     }
 
     @Test func aCompletedHeaderBlockGoesBackToTheIdleTimer() throws {
@@ -151,10 +153,10 @@ extension HTTP2FrontendTests {
         harness.rawToProxy = RawH2.clientStart + RawH2.headers(stream: 1, block: Self.rawGet, endHeaders: false)
         harness.flushClient()
         harness.rawToProxy = RawH2.continuation(stream: 1, block: RawH2.literal("x-a", "v"), endHeaders: true)
-        let names = Self.names(harness.flushClient())
+        let names = Transcript(harness.flushClient()).names
         // The stream is served: its lane times it, the connection's timer stops.
         #expect(names.contains("cancelTimer"), "\(names)")
-        #expect(Self.connects(harness.commands).map(\.lane) == [1])
+        #expect(Transcript(harness.commands).laneConnects.map(\.lane) == [1])
     }
 }
 
@@ -167,13 +169,11 @@ extension HTTP2FrontendTests {
         // The origin accepts the TCP connection and never answers the ClientHello.
         harness.upstream(1).mode = .plaintext
         let connected = harness.send(.stream(1, .upstreamConnected))
-        let armed = Self.laneCommands(connected, lane: 1).compactMap { command -> Double? in
-            if case .armTimer(let seconds) = command { seconds } else { nil }
-        }
+        let armed = Transcript(connected).lane(1).armedTimers
         #expect(!armed.isEmpty && armed.allSatisfy { $0 <= settings.connectTimeout }, "timers armed: \(armed)")
         var records: [RequestRecord] = []
         for _ in 0..<3 where harness.stream(stream).head == nil {
-            records += Self.records(harness.send(.stream(1, .timerFired)))
+            records += Transcript(harness.send(.stream(1, .timerFired))).records
         }
         #expect(harness.stream(stream).head?.first { $0.name == ":status" }?.value == "504")
         #expect(records.first?.errorCode == -1001, "\(records.map(\.rule))")

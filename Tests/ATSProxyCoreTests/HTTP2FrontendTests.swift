@@ -202,7 +202,7 @@ import Testing
             let connect = session.handle(
                 .clientBytes(Array("CONNECT \(host):443 HTTP/1.1\r\nHost: \(host):443\r\n\r\n".utf8)), now: now)
             commands += connect
-            let answer = HTTP2FrontendTests.text(HTTP2FrontendTests.clientWrites(connect))
+            let answer = Transcript(connect).clientText
             #expect(answer == "HTTP/1.1 200 Connection established\r\n\r\n")
             for _ in 0..<10 {
                 if case .failed(let failure) = clientTLS.handshake() {
@@ -213,7 +213,7 @@ import Testing
                 if hello.isEmpty { break }
                 let reply = session.handle(.clientBytes(hello), now: now)
                 commands += reply
-                clientTLS.receive(HTTP2FrontendTests.clientWrites(reply))
+                clientTLS.receive(Transcript(reply).clientBytes)
             }
             try #require(clientTLS.state == .established)
             #expect(clientTLS.negotiatedALPN == "h2")
@@ -483,13 +483,6 @@ import Testing
     }
 
     /// One `connectUpstream` of a lane.
-    struct Connect: Equatable {
-        let lane: Int32
-        let host: String
-        let port: Int
-        let reuse: UpstreamKey?
-    }
-
     // MARK: - Command helpers
 
     /// Encrypts all of `plain` (the engine takes at most one record per call).
@@ -514,67 +507,11 @@ import Testing
 
     static func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 
-    static func clientWrites(_ commands: [ProxyCommand]) -> [UInt8] {
-        commands.reduce(into: []) { bytes, command in
-            if case .writeToClient(let data) = command { bytes += data }
-        }
-    }
-
-    static func records(_ commands: [ProxyCommand]) -> [RequestRecord] {
-        commands.compactMap { if case .log(let record) = $0 { record } else { nil } }
-    }
-
-    static func connects(_ commands: [ProxyCommand]) -> [Connect] {
-        commands.compactMap { command in
-            guard case .stream(let lane, .connectUpstream(let host, let port, let reuse)) = command else { return nil }
-            return Connect(lane: lane, host: host, port: port, reuse: reuse)
-        }
-    }
-
-    /// The commands of lane `lane`, unwrapped.
-    static func laneCommands(_ commands: [ProxyCommand], lane: Int32) -> [ProxyCommand] {
-        commands.compactMap { if case .stream(lane, let inner) = $0 { inner } else { nil } }
-    }
-
-    /// Plaintext a lane wrote upstream (meaningful for plaintext upstreams only).
-    static func upstreamWrites(_ commands: [ProxyCommand]) -> [UInt8] {
-        commands.reduce(into: []) { bytes, command in
-            if case .writeToUpstream(let data) = command { bytes += data }
-        }
-    }
-
-    /// A compact name per command (`closeClient`, `1:releaseUpstream`, `2:pauseUpstreamReads`, …) for
-    /// order-sensitive assertions.
-    static func names(_ commands: [ProxyCommand]) -> [String] { commands.map(name) }
-
-    /// `names` without timer commands and client writes: the commands whose order a scenario is about.
+    /// `Transcript.names` without timer commands and client writes: the commands whose order a scenario is about.
     static func outline(_ commands: [ProxyCommand]) -> [String] {
-        names(commands).filter {
+        Transcript(commands).names.filter {
             !$0.hasSuffix("Timer") && !$0.contains("armTimer") && $0 != "writeToClient"
                 && !$0.hasSuffix("upstreamSettled")
-        }
-    }
-
-    static func name(_ command: ProxyCommand) -> String {
-        switch command {
-        case .writeToClient: "writeToClient"
-        case .closeClient: "closeClient"
-        case .connectUpstream(let host, let port, _): "connectUpstream(\(host):\(port))"
-        case .releaseUpstream: "releaseUpstream"
-        case .promoteUpstream: "promoteUpstream"
-        case .upstreamSettled: "upstreamSettled"
-        case .writeToUpstream: "writeToUpstream"
-        case .sendToUpstreamChannel: "sendToUpstreamChannel"
-        case .respond: "respond"
-        case .closeUpstream: "closeUpstream"
-        case .armTimer(let seconds): "armTimer(\(seconds == seconds.rounded() ? "\(Int(seconds))" : "\(seconds)"))"
-        case .cancelTimer: "cancelTimer"
-        case .pauseClientReads: "pauseClientReads"
-        case .resumeClientReads: "resumeClientReads"
-        case .log: "log"
-        case .pauseUpstreamReads: "pauseUpstreamReads"
-        case .resumeUpstreamReads: "resumeUpstreamReads"
-        case .stream(let lane, let inner): "\(lane):\(name(inner))"
         }
     }
 
@@ -676,7 +613,7 @@ extension HTTP2FrontendTests {
         let (stream, opened) = try harness.request(
             "/path?q=1", headers: [HTTP2Header("accept", "text/plain"), HTTP2Header("user-agent", "Tester/1")])
         #expect(stream == 1)
-        let connects = Self.connects(opened)
+        let connects = Transcript(opened).laneConnects
         #expect(connects.count == 1)
         let connect = try #require(connects.first)
         #expect(connect.lane == 1 && connect.host == Self.host && connect.port == 443)
@@ -706,7 +643,7 @@ extension HTTP2FrontendTests {
         #expect(view.text == response.body)
         #expect(view.trailers == response.trailers)
 
-        let records = Self.records(answered)
+        let records = Transcript(answered).records
         #expect(records.count == 1)
         let record = try #require(records.first)
         #expect(record.httpProtocol == "h2")
@@ -722,8 +659,8 @@ extension HTTP2FrontendTests {
         let harness = try Harness()
         let (first, openedFirst) = try harness.request("/one")
         let (second, openedSecond) = try harness.request("/two")
-        #expect(Self.connects(openedFirst).map(\.lane) == [1])
-        #expect(Self.connects(openedSecond).map(\.lane) == [2])
+        #expect(Transcript(openedFirst).laneConnects.map(\.lane) == [1])
+        #expect(Transcript(openedSecond).laneConnects.map(\.lane) == [2])
         harness.connect(lane: 1)
         harness.connect(lane: 2)
         #expect(harness.received(lane: 1).hasPrefix("GET /one HTTP/1.1\r\n"))
@@ -737,7 +674,7 @@ extension HTTP2FrontendTests {
         #expect(harness.stream(first).head?.first == HTTP2Header(":status", "201"))
         #expect(harness.stream(second).text == "two")
 
-        let records = Self.records(secondDone) + Self.records(firstDone)
+        let records = Transcript(secondDone).records + Transcript(firstDone).records
         #expect(records.map(\.url) == ["https://api.example.com/two", "https://api.example.com/one"])
         #expect(records.map(\.status) == [200, 201])
         #expect(records.map { String($0.taskID.suffix(2)) } == [".2", ".1"])
@@ -752,19 +689,19 @@ extension HTTP2FrontendTests {
         #expect(harness.stream(first).shape == "HDE")
         // The idle lane's timer runs in stages, like an idle HTTP/1.1 client's: after 50 ms its upstream engine
         // frees its record buffers, after the linger (1 s) the upstream goes back to the pool.
-        #expect(Self.names(done).last { $0.hasPrefix("1:armTimer") } == "1:armTimer(0.05)")
-        let buffersFreed = Self.names(harness.send(.stream(1, .timerFired)))
+        #expect(Transcript(done).names.last { $0.hasPrefix("1:armTimer") } == "1:armTimer(0.05)")
+        let buffersFreed = Transcript(harness.send(.stream(1, .timerFired))).names
         #expect(!buffersFreed.contains("1:releaseUpstream"), "\(buffersFreed)")
         #expect(buffersFreed.last { $0.hasPrefix("1:armTimer") } == "1:armTimer(0.95)")
 
-        let fired = Self.names(harness.send(.stream(1, .timerFired)))
+        let fired = Transcript(harness.send(.stream(1, .timerFired))).names
         #expect(fired.contains("1:releaseUpstream"), "\(fired)")
         #expect(!fired.contains("1:closeClient"))
         #expect(fired.last { $0.hasPrefix("1:armTimer") } == "1:armTimer(59)")
 
         // The lane's next stream asks the pool for the same key.
         let (second, opened) = try harness.request("/second")
-        let connects = Self.connects(opened)
+        let connects = Transcript(opened).laneConnects
         #expect(connects.map(\.lane) == [1])
         #expect(connects.first?.reuse != nil)
         harness.connect(lane: 1)
@@ -778,12 +715,12 @@ extension HTTP2FrontendTests {
         harness.connect(lane: 1)
         let firstDone = harness.respond(lane: 1, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na")
         #expect(harness.stream(first).shape == "HDE")
-        #expect(!Self.names(firstDone).contains("1:closeClient"))
+        #expect(!Transcript(firstDone).names.contains("1:closeClient"))
 
         let (second, opened) = try harness.request("/second")
         #expect(second == 3)
-        #expect(Self.connects(opened).isEmpty)
-        let laneNames = Self.names(opened).filter { $0.contains(":") }
+        #expect(Transcript(opened).laneConnects.isEmpty)
+        let laneNames = Transcript(opened).names.filter { $0.contains(":") }
         #expect(!laneNames.isEmpty)
         #expect(laneNames.allSatisfy { $0.hasPrefix("1:") })
         #expect(laneNames.contains("1:writeToUpstream"))
@@ -792,8 +729,8 @@ extension HTTP2FrontendTests {
 
         let secondDone = harness.respond(lane: 1, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb")
         #expect(harness.stream(second).shape == "HDE" && harness.stream(second).text == "b")
-        #expect(Self.connects(harness.commands).count == 1)
-        let records = Self.records(firstDone) + Self.records(secondDone)
+        #expect(Transcript(harness.commands).laneConnects.count == 1)
+        let records = Transcript(firstDone).records + Transcript(secondDone).records
         #expect(records.count == 2)
         #expect(records.map { String($0.taskID.suffix(2)) } == [".1", ".2"])
         #expect(records.allSatisfy { $0.tls?["version"] == "TLSv1.3" })
@@ -803,18 +740,13 @@ extension HTTP2FrontendTests {
 // MARK: - Streams the proxy answers itself
 
 extension HTTP2FrontendTests {
-    /// Whether any command belongs to a lane.
-    static func touchesALane(_ commands: [ProxyCommand]) -> Bool {
-        commands.contains { if case .stream = $0 { true } else { false } }
-    }
-
     @Test(arguments: ["other.example.com", "api.example.com:8443"])
     func aStreamForAnotherAuthorityGets421WhileItsNeighbourSucceeds(authority: String) throws {
         let harness = try Harness()
         let (normal, _) = try harness.request("/ok")
         let (misdirected, refused) = try harness.request("/elsewhere", authority: authority)
         #expect(!refused.isEmpty)
-        #expect(!Self.touchesALane(refused))
+        #expect(!Transcript(refused).touchesALane)
         let text =
             "ats-proxy: this connection's certificate covers api.example.com only; open a new connection for \(authority)\n"
         let view = harness.stream(misdirected)
@@ -825,7 +757,7 @@ extension HTTP2FrontendTests {
                 HTTP2Header("content-length", String(text.utf8.count)),
             ])
         #expect(view.text == text)
-        let records = Self.records(refused)
+        let records = Transcript(refused).records
         #expect(records.count == 1)
         let record = try #require(records.first)
         #expect(record.status == 421 && record.result == .refused && record.httpProtocol == "h2")
@@ -835,8 +767,8 @@ extension HTTP2FrontendTests {
         harness.connect(lane: 1)
         let done = harness.respond(lane: 1, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
         #expect(harness.stream(normal).shape == "HDE" && harness.stream(normal).text == "ok")
-        #expect(Self.records(done).map(\.status) == [200])
-        #expect(Self.connects(harness.commands).count == 1)
+        #expect(Transcript(done).records.map(\.status) == [200])
+        #expect(Transcript(harness.commands).laneConnects.count == 1)
     }
 
     @Test func aConnectStreamInsideTheTunnelGets405AndNothingUpstream() throws {
@@ -844,12 +776,12 @@ extension HTTP2FrontendTests {
         let (stream, commands) = try harness.request(
             method: "CONNECT", authority: "db.example.com:5432", endStream: false)
         #expect(!commands.isEmpty)
-        #expect(!Self.touchesALane(commands))
+        #expect(!Transcript(commands).touchesALane)
         let view = harness.stream(stream)
         #expect(view.shape == "HDE")
         #expect(view.head?.first == HTTP2Header(":status", "405"))
         #expect(view.text == "ats-proxy: CONNECT is not supported inside an intercepted HTTP/2 tunnel\n")
-        let records = Self.records(commands)
+        let records = Transcript(commands).records
         #expect(records.count == 1)
         #expect(records.first?.method == "CONNECT" && records.first?.status == 405)
         #expect(records.first?.httpProtocol == "h2")
@@ -863,14 +795,14 @@ extension HTTP2FrontendTests {
         #expect(!commands.isEmpty)
         #expect(RawH2.resets(in: harness.rawFromProxy) == [RawH2.RawReset(stream: 1, code: 0x1)])
         #expect(RawH2.goAwayCodes(in: harness.rawFromProxy).isEmpty)
-        #expect(!Self.touchesALane(commands))
-        #expect(Self.records(commands).isEmpty)
-        #expect(!Self.names(commands).contains("closeClient"))
+        #expect(!Transcript(commands).touchesALane)
+        #expect(Transcript(commands).records.isEmpty)
+        #expect(!Transcript(commands).names.contains("closeClient"))
 
         // The connection still serves a well-formed stream.
         harness.rawToProxy = RawH2.headers(stream: 3, block: [0x82, 0x87, 0x84] + authority)
         let next = harness.flushClient()
-        #expect(Self.connects(next).map(\.lane) == [1])
+        #expect(Transcript(next).laneConnects.map(\.lane) == [1])
     }
 }
 
@@ -888,7 +820,7 @@ extension HTTP2FrontendTests {
         try client.resetStream(stream: stream, error: .cancel)
         let reset = harness.flushClient()
         #expect(Self.outline(reset) == ["log", "1:closeUpstream", "1:closeClient"])
-        let records = Self.records(reset)
+        let records = Transcript(reset).records
         #expect(records.count == 1)
         let record = try #require(records.first)
         #expect(record.result == .failed)
@@ -897,9 +829,9 @@ extension HTTP2FrontendTests {
         #expect(record.url == "https://api.example.com/slow" && record.status == 200)
 
         // The closed lane is not reused, and late bytes of its upstream go nowhere.
-        #expect(!Self.touchesALane(harness.send(.stream(1, .upstreamBytes(Array("world".utf8))))))
+        #expect(!Transcript(harness.send(.stream(1, .upstreamBytes(Array("world".utf8))))).touchesALane)
         let (_, next) = try harness.request("/next")
-        #expect(Self.connects(next).map(\.lane) == [2])
+        #expect(Transcript(next).laneConnects.map(\.lane) == [2])
     }
 
     @Test func anOriginResetMidBodyResetsOnlyItsStream() throws {
@@ -913,12 +845,12 @@ extension HTTP2FrontendTests {
 
         let failed = harness.send(.stream(1, .upstreamReset))
         #expect(Self.outline(failed) == ["1:closeUpstream", "log", "1:closeClient"])
-        let lost = try #require(Self.records(failed).first)
+        let lost = try #require(Transcript(failed).records.first)
         #expect(lost.url == "https://api.example.com/broken")
         #expect(lost.result == .failed)
         #expect(lost.errorCode == -1005)
         #expect(lost.httpProtocol == "h2")
-        #expect(!Self.names(failed).contains { $0.hasPrefix("2:") })
+        #expect(!Transcript(failed).names.contains { $0.hasPrefix("2:") })
         let brokenView = harness.stream(broken)
         #expect(brokenView.shape == "HDR")
         #expect(brokenView.reset == .internalError)
@@ -927,7 +859,7 @@ extension HTTP2FrontendTests {
 
         let done = harness.respond(lane: 2, "thy!")
         #expect(harness.stream(healthy).shape == "HDE" && harness.stream(healthy).text == "healthy!")
-        #expect(Self.records(done).map(\.url) == ["https://api.example.com/healthy"])
+        #expect(Transcript(done).records.map(\.url) == ["https://api.example.com/healthy"])
     }
 
     @Test func anOriginsSwitchingProtocolsOnAStreamIsABadResponseNotText() throws {
@@ -936,11 +868,11 @@ extension HTTP2FrontendTests {
         harness.connect(lane: 1)
         let answered = harness.respond(
             lane: 1, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-        let record = try #require(Self.records(answered).first)
+        let record = try #require(Transcript(answered).records.first)
         #expect(record.result == .failed)
         #expect(record.errorCode == -1011)
         #expect(record.status == 502)
-        #expect(Self.clientWrites(Self.laneCommands(answered, lane: 1)).isEmpty)  // no HTTP/1.1 text from the lane
+        #expect(Transcript(answered).lane(1).clientBytes.isEmpty)  // no HTTP/1.1 text from the lane
         let view = harness.stream(stream)
         #expect(view.shape == "HDE")
         #expect(view.head?.first { $0.name == ":status" }?.value == "502")
@@ -960,7 +892,7 @@ extension HTTP2FrontendTests {
         if declaresLength { headers.append(HTTP2Header("content-length", "41000")) }
         let (stream, opened) = try harness.request(
             "/upload", method: "POST", headers: headers, body: first, endStream: false)
-        #expect(Self.connects(opened).map(\.lane) == [1])
+        #expect(Transcript(opened).laneConnects.map(\.lane) == [1])
         #expect(client.sendWindow(stream: stream) == 65_535 - 40_000)
 
         harness.connect(lane: 1)
@@ -987,7 +919,7 @@ extension HTTP2FrontendTests {
         let done = harness.respond(lane: 1, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
         #expect(harness.stream(stream).shape == "HE")
         #expect(harness.stream(stream).head?.first == HTTP2Header(":status", "201"))
-        let records = Self.records(done)
+        let records = Transcript(done).records
         #expect(records.count == 1)
         #expect(records.first?.method == "POST" && records.first?.status == 201)
         #expect(records.first?.bytesFromClient == 41_000)
@@ -1037,24 +969,24 @@ extension HTTP2FrontendTests {
         harness.connect(lane: 1)
 
         let head = Array("HTTP/1.1 200 OK\r\nContent-Length: 400000\r\n\r\n".utf8)
-        let firstPart = Self.names(harness.respond(lane: 1, head + body[..<300_000]))
+        let firstPart = Transcript(harness.respond(lane: 1, head + body[..<300_000])).names
         #expect(firstPart.filter { $0 == "1:pauseUpstreamReads" }.count == 1)
         #expect(!firstPart.contains("1:resumeUpstreamReads"))
         #expect(harness.stream(stream).shape == "HD")
         #expect(harness.stream(stream).body.count == 4_096)
 
         harness.clientConsumes = true
-        let drained = Self.names(harness.consumeReceived())
+        let drained = Transcript(harness.consumeReceived()).names
         #expect(drained.filter { $0 == "1:resumeUpstreamReads" }.count == 1)
         #expect(!drained.contains("1:pauseUpstreamReads"))
         #expect(harness.stream(stream).body.count == 300_000)
 
         let rest = harness.respond(lane: 1, Array(body[300_000...]))
-        #expect(!Self.names(rest).contains("1:pauseUpstreamReads"))
+        #expect(!Transcript(rest).names.contains("1:pauseUpstreamReads"))
         let view = harness.stream(stream)
         #expect(view.shape == "HDE")
         #expect(Self.difference(view.body, body) == nil)
-        #expect(Self.records(rest).first?.bytesToClient == 400_000)
+        #expect(Transcript(rest).records.first?.bytesToClient == 400_000)
     }
 
     @Test func unreadStreamsPauseTogetherOnceTheConnectionHoldsTooMuchButAReadStreamFlows() throws {
@@ -1079,7 +1011,7 @@ extension HTTP2FrontendTests {
             var paused: [String] = []
             for part in 0..<3 {
                 let bytes = Array(body(lane)[part * piece..<(part + 1) * piece])
-                paused += Self.names(harness.respond(lane: Int32(lane), part == 0 ? head + bytes : bytes))
+                paused += Transcript(harness.respond(lane: Int32(lane), part == 0 ? head + bytes : bytes)).names
                     .filter { $0.hasSuffix(":pauseUpstreamReads") }
             }
             // Below the mark nothing pauses; at the crossing every stream holding unread bytes does.
@@ -1093,10 +1025,11 @@ extension HTTP2FrontendTests {
         let smallLane = Int32(crossing + 1)
         harness.connect(lane: smallLane)
         let smallBody = testBody(seed: 99, count: 6_000)
-        let answer = Self.names(
+        let answer = Transcript(
             harness.respond(
                 lane: smallLane,
-                Array("HTTP/1.1 200 OK\r\nContent-Length: 6000\r\n\r\n".utf8) + Array(smallBody[..<3_000])))
+                Array("HTTP/1.1 200 OK\r\nContent-Length: 6000\r\n\r\n".utf8) + Array(smallBody[..<3_000]))
+        ).names
         #expect(!answer.contains("\(smallLane):pauseUpstreamReads"))
         #expect(harness.stream(small).body == Array(smallBody[..<3_000]))
 
@@ -1104,7 +1037,7 @@ extension HTTP2FrontendTests {
         harness.clientConsumes = true
         var resumed: Set<String> = []
         for _ in 0..<2_000 where resumed.count < crossing {
-            for name in Self.names(harness.consumeReceived()) where name.hasSuffix(":resumeUpstreamReads") {
+            for name in Transcript(harness.consumeReceived()).names where name.hasSuffix(":resumeUpstreamReads") {
                 resumed.insert(name)
             }
         }
@@ -1125,42 +1058,40 @@ extension HTTP2FrontendTests {
     @Test func aPooledUpstreamCarriesTheStreamInPlaintextAndIsReleasedWhenTheClientLeaves() throws {
         let harness = try Harness()
         let (stream, opened) = try harness.request("/pooled")
-        let key = try #require(Self.connects(opened).first?.reuse)
+        let key = try #require(Transcript(opened).laneConnects.first?.reuse)
         let lease = UpstreamLease(
             key: key, tls: nil, facts: ["version": "TLSv1.3"], protocolName: "h2", shareable: true)
         let handed = harness.reuse(lane: 1, lease)
-        #expect(Self.connects(handed).isEmpty)
-        #expect(Self.upstreamWrites(Self.laneCommands(handed, lane: 1)).isEmpty, "no HTTP/1.1 text on a channel")
+        #expect(Transcript(handed).laneConnects.isEmpty)
+        #expect(Transcript(handed).lane(1).upstreamBytes.isEmpty, "no HTTP/1.1 text on a channel")
         let written = harness.received(lane: 1)
         #expect(written.hasPrefix("GET /pooled HTTP/1.1\r\n"))
         #expect(written.contains("\r\nHost: api.example.com\r\n") || written.contains("\r\nhost: api.example.com\r\n"))
 
         let done = harness.respond(lane: 1, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
         #expect(harness.stream(stream).shape == "HDE" && harness.stream(stream).text == "ok")
-        let records = Self.records(done)
+        let records = Transcript(done).records
         #expect(records.count == 1)
         #expect(records.first?.tls == ["version": "TLSv1.3"])
-        #expect(!Self.names(done).contains("1:releaseUpstream"))
+        #expect(!Transcript(done).names.contains("1:releaseUpstream"))
 
         let gone = harness.send(.clientGone)
         #expect(Self.outline(gone) == ["1:releaseUpstream", "1:closeClient", "closeClient"])
-        let released = Self.laneCommands(gone, lane: 1).compactMap {
-            if case .releaseUpstream(let lease) = $0 { lease } else { nil }
-        }
+        let released = Transcript(gone).lane(1).releases
         #expect(released.count == 1)
         let returned = try #require(released.first)
         #expect(returned.key == key && returned.tls == nil && returned.facts == ["version": "TLSv1.3"])
         #expect(returned.protocolName == "h2" && returned.shareable)
-        #expect(Self.records(gone).isEmpty)
+        #expect(Transcript(gone).records.isEmpty)
     }
 
     @Test func anOriginThatChoosesH2IsPromotedAndTheLaneSendsItsRequestAsParts() throws {
         let harness = try Harness()
         harness.originALPN = ["h2"]
         let (stream, opened) = try harness.request("/promoted")
-        let key = try #require(Self.connects(opened).first?.reuse)
+        let key = try #require(Transcript(opened).laneConnects.first?.reuse)
 
-        let lane = Self.laneCommands(harness.connect(lane: 1), lane: 1)
+        let lane = Transcript(harness.connect(lane: 1)).lane(1).commands
         let promotions = lane.enumerated().compactMap { index, command in
             if case .promoteUpstream(let lease) = command { (index, lease) } else { nil }
         }
@@ -1171,11 +1102,8 @@ extension HTTP2FrontendTests {
         #expect(tls.state == .established && tls.negotiatedALPN == "h2")
         #expect(lease.facts?["version"] == "TLSv1.3")
         let after = Array(lane[(index + 1)...])
-        #expect(Self.upstreamWrites(after).isEmpty, "no HTTP/1.1 text after the promotion")
-        let parts = after.flatMap { command -> [HTTPPart] in
-            if case .sendToUpstreamChannel(let parts) = command { return parts }
-            return []
-        }
+        #expect(Transcript(after).upstreamBytes.isEmpty, "no HTTP/1.1 text after the promotion")
+        let parts = Transcript(after).channelParts
         guard case .request(let head, _)? = parts.first else {
             Issue.record("the lane sent no request head on its channel")
             return
@@ -1185,7 +1113,7 @@ extension HTTP2FrontendTests {
 
         let done = harness.respond(lane: 1, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nh2")
         #expect(harness.stream(stream).shape == "HDE" && harness.stream(stream).text == "h2")
-        #expect(Self.records(done).first?.tls?["alpn"] == "h2")
+        #expect(Transcript(done).records.first?.tls?["alpn"] == "h2")
     }
 }
 
@@ -1198,7 +1126,7 @@ extension HTTP2FrontendTests {
         let harness = try Harness()
         harness.originALPN = ["h2", "http/1.1"]
         let (stream, opened) = try harness.request("/negotiate")
-        let key = try #require(Self.connects(opened).first?.reuse)
+        let key = try #require(Transcript(opened).laneConnects.first?.reuse)
         #expect(!key.http1Only)
         harness.reuse(
             lane: 1, UpstreamLease(key: key, tls: nil, facts: ["alpn": "h2"], protocolName: "h2", shareable: true))
@@ -1206,7 +1134,10 @@ extension HTTP2FrontendTests {
         let refused = harness.send(.stream(1, .upstreamRequiresHTTP11))
         var http1Key = key
         http1Key.http1Only = true
-        #expect(Self.connects(refused) == [Connect(lane: 1, host: Self.host, port: 443, reuse: http1Key)])
+        #expect(
+            Transcript(refused).laneConnects == [
+                Transcript.UpstreamConnect(lane: 1, host: Self.host, port: 443, reuse: http1Key)
+            ])
         #expect(Self.outline(refused).first == "1:closeUpstream")
         #expect(harness.stream(stream).shape == "", "the client sees nothing of the refusal")
 
@@ -1218,13 +1149,13 @@ extension HTTP2FrontendTests {
         #expect(origin.negotiatedALPN == "http/1.1")
         let done = harness.respond(lane: 1, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
         #expect(harness.stream(stream).shape == "HDE" && harness.stream(stream).text == "ok")
-        let record = try #require(Self.records(done).first)
+        let record = try #require(Transcript(done).records.first)
         #expect(record.retriedOnNewConnection == true && record.httpProtocol == "h2")
         #expect(record.tls?["alpn"] == "http/1.1")
 
         // The client's next stream gets the idle lane, which keeps its HTTP/1.1 connection to the origin.
         let (next, asked) = try harness.request("/again")
-        #expect(Self.connects(asked).isEmpty)
+        #expect(Transcript(asked).laneConnects.isEmpty)
         harness.respond(lane: 1, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain")
         #expect(harness.stream(next).shape == "HDE" && harness.stream(next).text == "again")
         // What the origin received: on the h2 channel, then on the HTTP/1.1 connection.
@@ -1242,7 +1173,7 @@ extension HTTP2FrontendTests {
         harness.connect(lane: 1)
 
         let drained = harness.send(.drain)
-        #expect(!Self.names(drained).contains("closeClient"))
+        #expect(!Transcript(drained).names.contains("closeClient"))
         let goAways = harness.clientEvents.compactMap { event -> String? in
             if case .goAway(let last, let error, _) = event { "\(last) \(error)" } else { nil }
         }
@@ -1297,14 +1228,14 @@ extension HTTP2FrontendTests {
             streams.append(stream)
         }
         #expect(streams.count == 16)
-        #expect(Self.connects(harness.commands).count == 16)
+        #expect(Transcript(harness.commands).laneConnects.count == 16)
         #expect(streams.allSatisfy { client.sendWindow(stream: $0) == 0 })
         for stream in streams { try client.resetStream(stream: stream, error: .cancel) }
-        let resets = Self.names(harness.flushClient())
+        let resets = Transcript(harness.flushClient()).names
         #expect(resets.filter { $0.hasSuffix(":closeClient") }.count == 16)
 
         let (next, opened) = try harness.request("/after", method: "POST", endStream: false)
-        #expect(Self.connects(opened).count == 1)
+        #expect(Transcript(opened).laneConnects.count == 1)
         // Regression: bytes held while the lanes' upstreams were connecting used to be dropped with the reset
         // streams, never acknowledged, leaving the connection window spent (16 bytes) and later uploads stalled.
         #expect(client.sendWindow(stream: next) == 65_535)
@@ -1319,7 +1250,7 @@ extension HTTP2FrontendTests {
         #expect(harness.stream(stream).shape == "HDE")
 
         try client.goAway(error: .noError)
-        let names = Self.names(harness.flushClient())
+        let names = Transcript(harness.flushClient()).names
         #expect(names.contains("closeClient"))
         // The idle lane hands its judged, shareable upstream back to the pool, as on `.clientGone`.
         #expect(names.contains("1:releaseUpstream"))
@@ -1360,7 +1291,7 @@ extension HTTP2FrontendTests {
             second.append(stream)
             asked += commands
         }
-        #expect(Self.connects(asked).isEmpty, "the second round reuses the idle lanes and their connections")
+        #expect(Transcript(asked).laneConnects.isEmpty, "the second round reuses the idle lanes and their connections")
         for lane in Int32(1)...20 { harness.respond(lane: lane, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain") }
         #expect(second.allSatisfy { harness.stream($0).text == "again" })
     }
@@ -1381,11 +1312,11 @@ extension HTTP2FrontendTests {
         harness.rawToProxy = RawH2.clientStart + RawH2.headers(stream: 1, block: block)
         let commands = harness.flushClient()
         #expect(RawH2.resets(in: harness.rawFromProxy) == [RawH2.RawReset(stream: 1, code: 0x1)])
-        #expect(!Self.touchesALane(commands))
-        #expect(Self.records(commands).isEmpty)
+        #expect(!Transcript(commands).touchesALane)
+        #expect(Transcript(commands).records.isEmpty)
 
         harness.rawToProxy = RawH2.headers(stream: 3, block: [0x82, 0x87, 0x84] + authority)
         let next = harness.flushClient()
-        #expect(Self.connects(next).map(\.lane) == [1])
+        #expect(Transcript(next).laneConnects.map(\.lane) == [1])
     }
 }

@@ -1,6 +1,7 @@
 import ATSHTTP2
 import ATSPolicy
 import ATSTLS
+import ATSTestSupport
 import Foundation
 import Testing
 
@@ -92,7 +93,7 @@ struct HTTP2TextFreePathTests {
         let counter = HTTP1TextCounter()
         try HTTP1TextCounter.$current.withValue(counter) {
             let (stream, opened) = try harness.request("/typed", method: "POST", body: Array("ping".utf8))
-            let key = try #require(HTTP2FrontendTests.connects(opened).first?.reuse)
+            let key = try #require(Transcript(opened).laneConnects.first?.reuse)
             harness.upstream(1).writesDownParts = false
             harness.reuse(
                 lane: 1, UpstreamLease(key: key, tls: nil, facts: ["alpn": "h2"], protocolName: "h2", shareable: true))
@@ -101,7 +102,7 @@ struct HTTP2TextFreePathTests {
             #expect(view.shape == "HDE" && view.text == "pong")
             #expect((view.head ?? []).contains(HTTP2Header(":status", "201")))
             #expect((view.head ?? []).contains(HTTP2Header("x-origin", "h2")))
-            #expect(HTTP2FrontendTests.records(done).first?.status == 201)
+            #expect(Transcript(done).records.first?.status == 201)
             // The second request on the same lane and channel.
             let (next, _) = try harness.request("/again")
             _ = try Self.exchange(harness, through: origin, status: 200, body: "again")
@@ -119,7 +120,7 @@ struct HTTP2TextFreePathTests {
         let counter = HTTP1TextCounter()
         try HTTP1TextCounter.$current.withValue(counter) {
             let (stream, opened) = try harness.request("/classic")
-            let key = try #require(HTTP2FrontendTests.connects(opened).first?.reuse)
+            let key = try #require(Transcript(opened).laneConnects.first?.reuse)
             harness.reuse(
                 lane: 1,
                 UpstreamLease(

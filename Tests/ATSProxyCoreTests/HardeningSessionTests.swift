@@ -1,5 +1,6 @@
 import ATSPolicy
 import ATSTLS
+import ATSTestSupport
 import Foundation
 import Testing
 
@@ -24,7 +25,7 @@ import Testing
 
     /// The status line's version and code (`HTTP/1.1 403`) of what the client was sent.
     static func status(_ commands: [ProxyCommand]) -> String {
-        String(Support.text(Support.clientWrites(commands)).utf8.prefix(12))!
+        String(Transcript(commands).clientText.utf8.prefix(12))!
     }
 
     // MARK: - Finding 1: local targets from another machine
@@ -43,10 +44,10 @@ import Testing
         let tunnel = try Self.harness(client: "192.168.1.20:50000", settings: settings)
         let connect = tunnel.send("CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n\r\n")
         #expect(Self.status(connect) == "HTTP/1.1 403", "\(target)")
-        #expect(Support.text(Support.clientWrites(connect)).contains("--allow-local-targets"))
-        #expect(Support.connects(connect).isEmpty)
-        #expect(Support.closesClient(connect))
-        let record = try #require(Support.records(connect).first)
+        #expect(Transcript(connect).clientText.contains("--allow-local-targets"))
+        #expect(Transcript(connect).connects.isEmpty)
+        #expect(Transcript(connect).closesClient)
+        let record = try #require(Transcript(connect).records.first)
         #expect(record.result == .refused && record.status == 403 && record.method == "CONNECT")
         // Blocked before any byte reached a server, with the code a device's task would end with (never `?`).
         #expect(LoadOutcome(record) == .blocked && LoadOutcome.code(of: record) == "-1004")
@@ -56,15 +57,15 @@ import Testing
         let plain = try Self.harness(client: "192.168.1.20:50000", settings: settings)
         let get = plain.send("GET http://\(target)/secret HTTP/1.1\r\nHost: \(target)\r\n\r\n")
         #expect(Self.status(get) == "HTTP/1.1 403", "\(target)")
-        #expect(Support.connects(get).isEmpty)
-        #expect(Support.records(get).count == 1)
+        #expect(Transcript(get).connects.isEmpty)
+        #expect(Transcript(get).records.count == 1)
     }
 
     @Test func theAnswerToARefusedTargetIsTheSameForEveryPort() throws {
         let answers = try [22, 80, 5432, 65000].map { port in
             let harness = try Self.harness(client: "10.0.0.9:40000")
             return Support.text(
-                Support.clientWrites(harness.send("CONNECT 127.0.0.1:\(port) HTTP/1.1\r\nHost: x\r\n\r\n")))
+                Transcript(harness.send("CONNECT 127.0.0.1:\(port) HTTP/1.1\r\nHost: x\r\n\r\n")).clientBytes)
         }
         #expect(Set(answers).count == 1, "\(answers)")
     }
@@ -73,13 +74,13 @@ import Testing
         for client in ["127.0.0.1:5000", "[::1]:5000"] {
             let harness = try Self.harness(client: client)
             let commands = harness.send("GET http://127.0.0.1:9000/ HTTP/1.1\r\nHost: 127.0.0.1:9000\r\n\r\n")
-            #expect(Support.connects(commands) == ["127.0.0.1:9000"], "\(client)")
+            #expect(Transcript(commands).connects.map(\.authority) == ["127.0.0.1:9000"], "\(client)")
         }
         var settings = ProxySettings()
         settings.localTargets = LocalTargetPolicy(allowsRemoteClients: true)
         let allowed = try Self.harness(client: "192.168.1.20:50000", settings: settings)
         let commands = allowed.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
-        #expect(Support.connects(commands) == ["localhost:9000"])
+        #expect(Transcript(commands).connects.map(\.authority) == ["localhost:9000"])
         // Other hosts are never affected.
         let lan = try Self.harness(client: "192.168.1.20:50000")
         let other = lan.send("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n")
@@ -111,18 +112,18 @@ import Testing
         let tunnel = try ProxySessionTests.Harness(settings: settings)
         let connect = tunnel.send("CONNECT \(host):8080 HTTP/1.1\r\nHost: \(host):8080\r\n\r\n")
         #expect(Self.status(connect) == "HTTP/1.1 508", "\(host)")
-        #expect(Support.connects(connect).isEmpty)
+        #expect(Transcript(connect).connects.isEmpty)
         let plain = try ProxySessionTests.Harness(settings: settings)
         let get = plain.send("GET http://\(host):8080/ HTTP/1.1\r\nHost: \(host):8080\r\n\r\n")
         #expect(Self.status(get) == "HTTP/1.1 508", "\(host)")
-        #expect(Support.connects(get).isEmpty)
+        #expect(Transcript(get).connects.isEmpty)
     }
 
     @Test func aLegacyNumberIsConnectedToAndDecidedAsTheAddressItMeans() throws {
         let harness = try ProxySessionTests.Harness()
         let commands = harness.send("GET http://2130706433:9000/x HTTP/1.1\r\nHost: 2130706433:9000\r\n\r\n")
         // Loopback: exempt from ATS like 127.0.0.1 (and not an unqualified name), connected by its address.
-        #expect(Support.connects(commands) == ["127.0.0.1:9000"])
+        #expect(Transcript(commands).connects.map(\.authority) == ["127.0.0.1:9000"])
     }
 
     // MARK: - Finding 5: host names that are no DNS names
@@ -134,8 +135,8 @@ import Testing
         let harness = try ProxySessionTests.Harness()
         let commands = harness.send("CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n\r\n")
         #expect(Self.status(commands) == "HTTP/1.1 400", "\(target)")
-        #expect(Support.connects(commands).isEmpty)
-        #expect(Support.closesClient(commands))
+        #expect(Transcript(commands).connects.isEmpty)
+        #expect(Transcript(commands).closesClient)
     }
 
     @Test func aHostFieldThatIsNoDNSNameGets400() throws {
@@ -152,7 +153,7 @@ import Testing
         let client = try Support.establishTunnel(harness, host: "api.example.com")
         #expect(client.write(Array(request.utf8)) > 0)
         let commands = harness.send(.clientBytes(client.takeOutbound()))
-        client.receive(Support.clientWrites(commands))
+        client.receive(Transcript(commands).clientBytes)
         return (Support.text(Support.readAll(client)), commands)
     }
 
@@ -168,20 +169,20 @@ import Testing
     func aRequestForAnotherOriginInsideTheTunnelGets421(request: String) throws {
         let (answer, commands) = try Self.insideTunnel(request)
         #expect(answer.hasPrefix("HTTP/1.1 421 Misdirected Request\r\n"), "\(answer)")
-        #expect(Support.connects(commands).isEmpty)
-        let record = try #require(Support.records(commands).first)
+        #expect(Transcript(commands).connects.isEmpty)
+        let record = try #require(Transcript(commands).records.first)
         #expect(record.status == 421 && record.result == .refused)
         #expect(LoadOutcome(record) == .blocked && record.errorCode == -1004)
-        #expect(Support.records(commands).count == 1)
+        #expect(Transcript(commands).records.count == 1)
     }
 
     @Test func anotherSchemeInsideTheTunnelGets400() throws {
         let (answer, commands) = try Self.insideTunnel(
             "GET ftp://api.example.com:443/ HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n")
         #expect(answer.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(answer)")
-        #expect(Support.connects(commands).isEmpty)
-        #expect(Support.records(commands).first?.status == 400)
-        #expect(Support.records(commands).first?.errorCode == -1002)
+        #expect(Transcript(commands).connects.isEmpty)
+        #expect(Transcript(commands).records.first?.status == 400)
+        #expect(Transcript(commands).records.first?.errorCode == -1002)
     }
 
     @Test(arguments: [
@@ -190,7 +191,7 @@ import Testing
     ])
     func theTunnelsOwnOriginInAnySpellingIsForwarded(request: String) throws {
         let (_, commands) = try Self.insideTunnel(request)
-        #expect(Support.connects(commands) == ["api.example.com:443"], "\(request)")
+        #expect(Transcript(commands).connects.map(\.authority) == ["api.example.com:443"], "\(request)")
     }
 
     // MARK: - Finding 2: one Content-Length
@@ -205,11 +206,11 @@ import Testing
     func agreeingContentLengthsAreForwardedAsOneField(fields: String) throws {
         let harness = try ProxySessionTests.Harness()
         _ = harness.send("POST http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\(fields)\r\nhello")
-        let forwarded = Support.text(Support.upstreamWrites(harness.send(.upstreamConnected)))
+        let forwarded = Transcript(harness.send(.upstreamConnected)).upstreamText
         #expect(Self.contentLengthFields(forwarded) == ["Content-Length: 5"], "\(forwarded)")
         #expect(forwarded.hasSuffix("\r\n\r\nhello"))
         let answer = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\n\(fields)\r\nworld".utf8)))
-        let response = Support.text(Support.clientWrites(answer))
+        let response = Transcript(answer).clientText
         #expect(Self.contentLengthFields(response) == ["Content-Length: 5"], "\(response)")
         #expect(response.hasSuffix("\r\n\r\nworld"))
     }
@@ -219,14 +220,14 @@ import Testing
         let refused = request.send(
             "POST http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\nContent-Length: 5, 6\r\n\r\nhello")
         #expect(Self.status(refused) == "HTTP/1.1 400")
-        #expect(Support.connects(refused).isEmpty)
+        #expect(Transcript(refused).connects.isEmpty)
         let response = try ProxySessionTests.Harness()
         _ = response.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
         _ = response.send(.upstreamConnected)
         let answer = response.send(
             .upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nworld".utf8)))
         #expect(Self.status(answer) == "HTTP/1.1 502")
-        #expect(Support.records(answer).first?.errorCode == -1011)
+        #expect(Transcript(answer).records.first?.errorCode == -1011)
     }
 
     // MARK: - Finding 7: every exchange ends in exactly one record
@@ -236,11 +237,12 @@ import Testing
         -> (records: [RequestRecord], closed: Bool)
     {
         let harness = try ProxySessionTests.Harness(settings: settings)
-        var all = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
-        for step in steps { all += harness.send(step) }
+        var playbook = Playbook(harness.session, now: harness.now)
+        let request = ProxyEvent.clientBytes(
+            Array("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n".utf8))
         // Whatever happens later (the client leaving, another timer) adds nothing.
-        all += harness.send(.clientGone)
-        return (Support.records(all), Support.closesClient(all))
+        let all = playbook.play([request] + steps + [.clientGone])
+        return (all.records, all.closesClient)
     }
 
     /// A response head and part of its body (computed: a stored static's buffer reads as a leak to LeakSanitizer).
@@ -259,7 +261,7 @@ import Testing
         let harness = try ProxySessionTests.Harness()
         var all = harness.send("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
         all += harness.send(.clientGone)
-        #expect(Support.records(all).map(\.result) == [.blockedCleartext])
+        #expect(Transcript(all).records.map(\.result) == [.blockedCleartext])
     }
 
     @Test func anUpstreamFailureHasOneRecord() throws {
@@ -283,10 +285,10 @@ import Testing
         all += harness.send(Self.head)
         var fired: [ProxyCommand] = []
         // The first firing may be the quiet stage that frees TLS buffers; the timeout follows.
-        for _ in 0..<3 where !Support.closesClient(fired) { fired += harness.send(.timerFired) }
-        #expect(Support.closesClient(fired))
+        for _ in 0..<3 where !Transcript(fired).closesClient { fired += harness.send(.timerFired) }
+        #expect(Transcript(fired).closesClient)
         all += fired + harness.send(.clientGone)
-        let records = Support.records(all)
+        let records = Transcript(all).records
         #expect(records.count == 1)
         let record = try #require(records.first)
         #expect(record.result == .failed && record.status == 200 && record.errorCode == -1001)
@@ -300,9 +302,9 @@ import Testing
             "POST http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\nContent-Length: 10\r\n\r\nabc")
         all += harness.send(.upstreamConnected)
         all += harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)))
-        for _ in 0..<3 where !Support.closesClient(all) { all += harness.send(.timerFired) }
-        #expect(Support.closesClient(all))
-        #expect(Support.records(all).map(\.result) == [.failed])
+        for _ in 0..<3 where !Transcript(all).closesClient { all += harness.send(.timerFired) }
+        #expect(Transcript(all).closesClient)
+        #expect(Transcript(all).records.map(\.result) == [.failed])
     }
 
     @Test func anExchangeDrainedAtShutdownIsRecordedOnceWhetherItFinishesOrIsCut() throws {
@@ -325,7 +327,7 @@ import Testing
         all += harness.send(.upstreamConnected)
         all += harness.send(.clientBytes(Array("zz\r\n".utf8)))
         all += harness.send(.clientGone)
-        #expect(Support.closesClient(all))
-        #expect(Support.records(all).count == 1)
+        #expect(Transcript(all).closesClient)
+        #expect(Transcript(all).records.count == 1)
     }
 }

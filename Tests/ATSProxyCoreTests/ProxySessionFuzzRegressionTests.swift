@@ -1,5 +1,6 @@
 import ATSPolicy
 import ATSTLS
+import ATSTestSupport
 import Foundation
 import Testing
 
@@ -22,16 +23,16 @@ import Testing
     @Test func aFailedClientHandshakeAfterARequestIsLoggedUnderATaskIDOfItsOwn() throws {
         let harness = try Harness()
         let blocked = harness.send("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
-        let first = try #require(ProxySessionTests.records(blocked).first)
+        let first = try #require(Transcript(blocked).records.first)
         #expect(first.result == .blockedCleartext)
         let connect = harness.send("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
-        #expect(ProxySessionTests.text(ProxySessionTests.clientWrites(connect)).hasPrefix("HTTP/1.1 200 "))
-        #expect(ProxySessionTests.records(connect).isEmpty)
+        #expect(Transcript(connect).clientText.hasPrefix("HTTP/1.1 200 "))
+        #expect(Transcript(connect).records.isEmpty)
         // A TLS record that is no ClientHello: the handshake fails and the CONNECT gets its record.
         let refused = harness.send(.clientBytes(Self.brokenHandshakeRecord))
-        let second = try #require(ProxySessionTests.records(refused).first)
+        let second = try #require(Transcript(refused).records.first)
         #expect(second.result == .clientUntrustedCA)
-        #expect(ProxySessionTests.closesClient(refused))
+        #expect(Transcript(refused).closesClient)
         #expect(first.taskID.hasSuffix(".1"))
         #expect(second.taskID.hasSuffix(".2"))
         #expect(second.taskID != first.taskID)
@@ -43,10 +44,10 @@ import Testing
         let harness = try Harness()
         _ = harness.send("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
         let refused = harness.send(.clientBytes(Self.brokenHandshakeRecord))
-        let record = try #require(ProxySessionTests.records(refused).first)
+        let record = try #require(Transcript(refused).records.first)
         #expect(record.result == .clientUntrustedCA)
         #expect(record.taskID.hasSuffix(".1"))
-        #expect(ProxySessionTests.records(refused).count == 1)
+        #expect(Transcript(refused).records.count == 1)
     }
 
     /// Found as `regression-pipelined-after-onboarding-…`: a request the proxy answers itself and keeps the
@@ -59,18 +60,18 @@ import Testing
         let commands = harness.send(
             "GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
                 + "GET http://localhost:9000/next HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
-        #expect(ProxySessionTests.text(ProxySessionTests.clientWrites(commands)).hasPrefix("HTTP/1.1 200 OK\r\n"))
-        #expect(ProxySessionTests.connects(commands) == ["localhost:9000"])
-        #expect(!ProxySessionTests.closesClient(commands))
-        let forwarded = ProxySessionTests.text(ProxySessionTests.upstreamWrites(harness.send(.upstreamConnected)))
+        #expect(Transcript(commands).clientText.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(Transcript(commands).connects.map(\.authority) == ["localhost:9000"])
+        #expect(!Transcript(commands).closesClient)
+        let forwarded = Transcript(harness.send(.upstreamConnected)).upstreamText
         #expect(forwarded.hasPrefix("GET /next HTTP/1.1\r\n"))
         #expect(forwarded.components(separatedBy: "GET ").count == 2)
         let response = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)))
         #expect(
-            ProxySessionTests.text(ProxySessionTests.clientWrites(response))
+            Transcript(response).clientText
                 == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-        #expect(ProxySessionTests.records(response).count == 1)
-        #expect(!ProxySessionTests.closesClient(response))
+        #expect(Transcript(response).records.count == 1)
+        #expect(!Transcript(response).closesClient)
     }
 
     /// The fuzzer's own sequence, with the onboarding site: a chunked POST is forwarded, an onboarding request and
@@ -97,18 +98,18 @@ import Testing
         let post = send(
             "POST http://localhost:8000/p HTTP/1.1\r\nHost: localhost:8000\r\nTransfer-Encoding: chunked\r\n\r\n"
                 + "5\r\nhello\r\n0\r\nX-Trailer: t\r\n\r\n")
-        #expect(ProxySessionTests.connects(post) == ["localhost:8000"])
+        #expect(Transcript(post).connects.map(\.authority) == ["localhost:8000"])
         _ = session.handle(.upstreamConnected, now: now)
         _ = send("GET http://ats-proxy.invalid/ HTTP/1.1\r\nHost: ats-proxy.invalid\r\n\r\n")
         _ = send("GET http://localhost:8000/old HTTP/1.0\r\n\r\n")
         let fired = session.handle(.timerFired, now: now)
-        let written = ProxySessionTests.text(ProxySessionTests.clientWrites(fired))
+        let written = Transcript(fired).clientText
         #expect(written.hasPrefix("HTTP/1.1 504 Gateway Timeout\r\n"))
         #expect(written.contains("HTTP/1.1 200 OK\r\nContent-Type: text/html"))
-        #expect(ProxySessionTests.records(fired).count == 1)
-        #expect(ProxySessionTests.connects(fired) == ["localhost:8000"])
-        #expect(!ProxySessionTests.closesClient(fired))
-        let forwarded = ProxySessionTests.upstreamWrites(session.handle(.upstreamConnected, now: now))
+        #expect(Transcript(fired).records.count == 1)
+        #expect(Transcript(fired).connects.map(\.authority) == ["localhost:8000"])
+        #expect(!Transcript(fired).closesClient)
+        let forwarded = Transcript(session.handle(.upstreamConnected, now: now)).upstreamBytes
         let text = ProxySessionTests.text(forwarded)
         #expect(text.hasPrefix("GET /old HTTP/1.1\r\n"))
         #expect(text.components(separatedBy: "GET ").count == 2)
@@ -123,13 +124,13 @@ import Testing
         _ = harness.send("GET http://localhost:9000/next HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
         let fired = harness.send(.timerFired)
         #expect(
-            ProxySessionTests.text(ProxySessionTests.clientWrites(fired)).hasPrefix("HTTP/1.1 504 Gateway Timeout\r\n"))
-        #expect(ProxySessionTests.records(fired).map(\.errorCode) == [-1001])
-        #expect(ProxySessionTests.connects(fired) == ["localhost:9000"])
-        #expect(!ProxySessionTests.closesClient(fired))
-        let forwarded = ProxySessionTests.text(ProxySessionTests.upstreamWrites(harness.send(.upstreamConnected)))
+            Transcript(fired).clientText.hasPrefix("HTTP/1.1 504 Gateway Timeout\r\n"))
+        #expect(Transcript(fired).records.map(\.errorCode) == [-1001])
+        #expect(Transcript(fired).connects.map(\.authority) == ["localhost:9000"])
+        #expect(!Transcript(fired).closesClient)
+        let forwarded = Transcript(harness.send(.upstreamConnected)).upstreamText
         #expect(forwarded.hasPrefix("GET /next HTTP/1.1\r\n"))
         let response = harness.send(.upstreamBytes(Array("HTTP/1.1 204 No Content\r\n\r\n".utf8)))
-        #expect(ProxySessionTests.records(response).map(\.status) == [204])
+        #expect(Transcript(response).records.map(\.status) == [204])
     }
 }

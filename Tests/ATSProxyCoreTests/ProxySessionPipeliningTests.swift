@@ -1,4 +1,5 @@
 import ATSTLS
+import ATSTestSupport
 import Foundation
 import Testing
 
@@ -16,11 +17,11 @@ import Testing
         let commands = harness.send(
             "GET / HTTP/1.1\r\nHost: proxy\r\n\r\n"
                 + "GET http://localhost:9000/x HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
-        #expect(Session.text(Session.clientWrites(commands)).hasPrefix("HTTP/1.1 200 OK\r\n"))
-        #expect(Session.connects(commands) == ["localhost:9000"])
-        #expect(!Session.closesClient(commands))
+        #expect(Transcript(commands).clientText.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(Transcript(commands).connects.map(\.authority) == ["localhost:9000"])
+        #expect(!Transcript(commands).closesClient)
         let sent = harness.send(.upstreamConnected)
-        let upstream = Session.text(Session.upstreamWrites(sent))
+        let upstream = Transcript(sent).upstreamText
         #expect(upstream.hasPrefix("GET /x HTTP/1.1\r\n"))
         #expect(upstream.components(separatedBy: "GET /x").count == 2, "the request went upstream once: \(upstream)")
     }
@@ -41,10 +42,10 @@ import Testing
                     ("GET http://\(OnboardingSite.host)/ HTTP/1.1\r\nHost: \(OnboardingSite.host)\r\n\r\n"
                         + "GET http://localhost:9000/y HTTP/1.1\r\nHost: localhost:9000\r\n\r\n").utf8)),
             now: Date())
-        let text = Session.text(Session.clientWrites(commands))
+        let text = Transcript(commands).clientText
         #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(text.prefix(200))")
-        #expect(Session.connects(commands) == ["localhost:9000"])
-        #expect(!Session.closesClient(commands))
+        #expect(Transcript(commands).connects.map(\.authority) == ["localhost:9000"])
+        #expect(!Transcript(commands).closesClient)
     }
 
     @Test func anOriginsCloseNotifyAfterItsLastResponseIsNotTheNextUpstreamsEnd() throws {
@@ -66,10 +67,10 @@ import Testing
         _ = origin.write(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\na".utf8))
         origin.shutdown()
         let answer = harness.send(.upstreamBytes(origin.takeOutbound()))
-        let records = Session.records(answer)
+        let records = Transcript(answer).records
         #expect(records.map(\.url) == ["https://api.example.com/1"], "\(Session.described(answer))")
         #expect(records.first?.status == 200)
-        #expect(Session.connects(answer) == ["api.example.com:443"], "a new upstream for /2")
-        #expect(!Session.closesClient(answer))
+        #expect(Transcript(answer).connects.map(\.authority) == ["api.example.com:443"], "a new upstream for /2")
+        #expect(!Transcript(answer).closesClient)
     }
 }

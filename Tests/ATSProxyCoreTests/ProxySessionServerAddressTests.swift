@@ -1,4 +1,5 @@
 import ATSPolicy
+import ATSTestSupport
 import Foundation
 import Testing
 
@@ -19,34 +20,36 @@ import Testing
     @Test func recordsNameThePeerOfTheConnectionThatCarriedThemAndNoneWithoutOne() throws {
         let harness = try Session.Harness()
         // A new connection.
-        #expect(Session.connects(harness.send(Self.request("localhost:9000", "/new"))) == ["localhost:9000"])
+        #expect(
+            Transcript(harness.send(Self.request("localhost:9000", "/new"))).connects.map(\.authority) == [
+                "localhost:9000"
+            ])
         _ = harness.send(.upstreamPeer("127.0.0.1"))
         _ = harness.send(.upstreamConnected)
-        let fresh = try #require(Session.records(harness.send(Self.ok)).first)
+        let fresh = try #require(Transcript(harness.send(Self.ok)).records.first)
         #expect(fresh.url.hasSuffix("/new") && fresh.serverAddress == "127.0.0.1")
         // The same connection, kept by the session.
-        #expect(Session.connects(harness.send(Self.request("localhost:9000", "/kept"))).isEmpty)
-        let kept = try #require(Session.records(harness.send(Self.ok)).first)
+        #expect(Transcript(harness.send(Self.request("localhost:9000", "/kept"))).connects.isEmpty)
+        let kept = try #require(Transcript(harness.send(Self.ok)).records.first)
         #expect(kept.url.hasSuffix("/kept") && kept.serverAddress == "127.0.0.1")
         // Blocked before any upstream: no server, although the session still holds the last one.
-        let blocked = try #require(Session.records(harness.send(Self.request("example.com"))).first)
+        let blocked = try #require(Transcript(harness.send(Self.request("example.com"))).records.first)
         #expect(blocked.result == .blockedCleartext && blocked.serverAddress == nil)
         // A new connection that fails: the previous connection's address is not carried over.
-        #expect(Session.connects(harness.send(Self.request("localhost:9001"))) == ["localhost:9001"])
+        #expect(
+            Transcript(harness.send(Self.request("localhost:9001"))).connects.map(\.authority) == ["localhost:9001"])
         let failed = try #require(
-            Session.records(harness.send(.upstreamConnectFailed(.refused))).first)
+            Transcript(harness.send(.upstreamConnectFailed(.refused))).records.first)
         #expect(failed.result == .failed && failed.serverAddress == nil)
         // A connection the pool hands over.
         let asked = harness.send(Self.request("localhost:9000", "/pooled"))
         let key = try #require(
-            asked.compactMap { command -> UpstreamKey? in
-                if case .connectUpstream(_, _, let reuse) = command { reuse } else { nil }
-            }.first)
+            Transcript(asked).connects.compactMap(\.reuse).first)
         _ = harness.send(.upstreamPeer("::1"))
         _ = harness.send(
             .upstreamReused(
                 UpstreamLease(key: key, tls: nil, facts: nil, protocolName: "http/1.1", shareable: true)))
-        let pooled = try #require(Session.records(harness.send(Self.ok)).first)
+        let pooled = try #require(Transcript(harness.send(Self.ok)).records.first)
         #expect(pooled.url.hasSuffix("/pooled") && pooled.serverAddress == "::1")
     }
 

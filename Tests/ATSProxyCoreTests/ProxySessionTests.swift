@@ -1,5 +1,6 @@
 import ATSPolicy
 import ATSTLS
+import ATSTestSupport
 import Foundation
 import Testing
 
@@ -66,27 +67,7 @@ import Testing
 
     // MARK: - Helpers
 
-    static func clientWrites(_ commands: [ProxyCommand]) -> [UInt8] {
-        commands.reduce(into: []) { bytes, command in
-            if case .writeToClient(let data) = command { bytes += data }
-        }
-    }
-
-    static func upstreamWrites(_ commands: [ProxyCommand]) -> [UInt8] {
-        commands.reduce(into: []) { bytes, command in
-            if case .writeToUpstream(let data) = command { bytes += data }
-        }
-    }
-
     static func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
-
-    static func records(_ commands: [ProxyCommand]) -> [RequestRecord] {
-        commands.compactMap { if case .log(let record) = $0 { record } else { nil } }
-    }
-
-    static func connects(_ commands: [ProxyCommand]) -> [String] {
-        commands.compactMap { if case .connectUpstream(let host, let port, _) = $0 { "\(host):\(port)" } else { nil } }
-    }
 
     /// Every decrypted byte an engine holds (a response may span several TLS records).
     static func readAll(_ connection: TLSConnection) -> [UInt8] {
@@ -94,24 +75,19 @@ import Testing
         while case .data(let more) = connection.read() { bytes += more }
         return bytes
     }
-
-    static func closesClient(_ commands: [ProxyCommand]) -> Bool {
-        commands.contains { if case .closeClient = $0 { true } else { false } }
-    }
-
     // MARK: - Cleartext
 
     @Test func blockedCleartextIsAnsweredLocallyAndNeverConnects() throws {
         let harness = try Harness()
         let commands = harness.send("GET http://example.com/feed HTTP/1.1\r\nHost: example.com\r\n\r\n")
-        let response = Self.text(Self.clientWrites(commands))
+        let response = Transcript(commands).clientText
         #expect(response.hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
         #expect(response.contains("X-ATS-Error: -1022\r\n"))
         #expect(response.contains("X-ATS-Rule: No exception entry, not a local host"))
         #expect(!response.contains("Connection: close"))
-        #expect(Self.connects(commands).isEmpty)
-        #expect(!Self.closesClient(commands))
-        let record = try #require(Self.records(commands).first)
+        #expect(Transcript(commands).connects.isEmpty)
+        #expect(!Transcript(commands).closesClient)
+        let record = try #require(Transcript(commands).records.first)
         #expect(record.result == .blockedCleartext)
         #expect(record.errorCode == -1022)
         #expect(
@@ -124,23 +100,23 @@ import Testing
         let request =
             "GET http://localhost:9000/a?b=1 HTTP/1.1\r\nHost: localhost:9000\r\nProxy-Connection: keep-alive\r\nProxy-Authorization: Basic eDp5\r\nUser-Agent: Tester/1 CFNetwork/1\r\n\r\n"
         let first = harness.send(request)
-        #expect(Self.connects(first) == ["localhost:9000"])
-        #expect(Self.upstreamWrites(first).isEmpty)
-        let forwarded = Self.text(Self.upstreamWrites(harness.send(.upstreamConnected)))
+        #expect(Transcript(first).connects.map(\.authority) == ["localhost:9000"])
+        #expect(Transcript(first).upstreamBytes.isEmpty)
+        let forwarded = Transcript(harness.send(.upstreamConnected)).upstreamText
         #expect(forwarded.hasPrefix("GET /a?b=1 HTTP/1.1\r\n"))
         #expect(forwarded.contains("Host: localhost:9000\r\n"))
         #expect(!forwarded.contains("Proxy-Connection"))
         #expect(!forwarded.contains("Proxy-Authorization"))
         let response = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)))
-        #expect(Self.text(Self.clientWrites(response)) == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-        let record = try #require(Self.records(response).first)
+        #expect(Transcript(response).clientText == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        let record = try #require(Transcript(response).records.first)
         #expect(record.status == 200 && record.result == .completed && record.bytesToClient == 2)
     }
 
     @Test func aReloadedPolicyDecidesTheNextRequestOnTheSameConnection() throws {
         let harness = try Harness()
         let blocked = harness.send("GET http://example.com/a HTTP/1.1\r\nHost: example.com\r\n\r\n")
-        #expect(Self.text(Self.clientWrites(blocked)).hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
+        #expect(Transcript(blocked).clientText.hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
         // The connection keeps its last decision only while the policy is the same one (SIGHUP replaces it).
         let permissive = ATSEvaluator(
             configuration: ATSConfigurationParser().parse(.dictionary(["NSAllowsArbitraryLoads": .bool(true)])),
@@ -148,8 +124,8 @@ import Testing
         harness.session.services.policy.replace(
             with: .init(evaluator: permissive, sourceSummary: "reloaded", processName: "Tester"))
         let next = harness.send("GET http://example.com/b HTTP/1.1\r\nHost: example.com\r\n\r\n")
-        #expect(Self.connects(next) == ["example.com:80"])
-        #expect(Self.clientWrites(next).isEmpty)
+        #expect(Transcript(next).connects.map(\.authority) == ["example.com:80"])
+        #expect(Transcript(next).clientBytes.isEmpty)
     }
 
     /// The driver's form, `handle(_:now:into:)` with one list reused from event to event, gives each event
@@ -183,14 +159,14 @@ import Testing
         let harness = try Harness()
         let two =
             "GET http://localhost:9000/1 HTTP/1.1\r\nHost: localhost:9000\r\n\r\nGET http://localhost:9000/2 HTTP/1.1\r\nHost: localhost:9000\r\n\r\n"
-        #expect(Self.connects(harness.send(two)) == ["localhost:9000"])
-        #expect(Self.text(Self.upstreamWrites(harness.send(.upstreamConnected))).hasPrefix("GET /1 "))
+        #expect(Transcript(harness.send(two)).connects.map(\.authority) == ["localhost:9000"])
+        #expect(Transcript(harness.send(.upstreamConnected)).upstreamText.hasPrefix("GET /1 "))
         let afterFirst = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na".utf8)))
-        #expect(Self.connects(afterFirst).isEmpty)
-        #expect(Self.text(Self.upstreamWrites(afterFirst)).hasPrefix("GET /2 "))
+        #expect(Transcript(afterFirst).connects.isEmpty)
+        #expect(Transcript(afterFirst).upstreamText.hasPrefix("GET /2 "))
         let afterSecond = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb".utf8)))
-        #expect(Self.text(Self.clientWrites(afterSecond)).hasSuffix("\r\n\r\nb"))
-        #expect(Self.records(afterSecond).count == 1)
+        #expect(Transcript(afterSecond).clientText.hasSuffix("\r\n\r\nb"))
+        #expect(Transcript(afterSecond).records.count == 1)
     }
 
     @Test func chunkedRequestWithTrailersIsForwardedOnceAndAnswered() throws {
@@ -199,20 +175,20 @@ import Testing
         _ = harness.send(
             "POST http://localhost:9000/up HTTP/1.1\r\nHost: localhost:9000\r\nTransfer-Encoding: chunked\r\n\r\n"
                 + "5\r\nhello\r\n0\r\nX-Checksum: abc\r\n\r\n")
-        let forwarded = Self.text(Self.upstreamWrites(harness.send(.upstreamConnected)))
+        let forwarded = Transcript(harness.send(.upstreamConnected)).upstreamText
         #expect(forwarded.hasSuffix("\r\n\r\n5\r\nhello\r\n0\r\nX-Checksum: abc\r\n\r\n"), "\(forwarded)")
         let answered = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)))
-        #expect(Self.text(Self.clientWrites(answered)).hasSuffix("\r\n\r\nok"))
-        #expect(Self.records(answered).first?.status == 200)
+        #expect(Transcript(answered).clientText.hasSuffix("\r\n\r\nok"))
+        #expect(Transcript(answered).records.first?.status == 200)
     }
 
     @Test func requestBodyWaitsForTheUpstreamThenStreams() throws {
         let harness = try Harness()
         _ = harness.send(
             "POST http://localhost:9000/up HTTP/1.1\r\nHost: localhost:9000\r\nContent-Length: 10\r\n\r\n01234")
-        let connected = Self.text(Self.upstreamWrites(harness.send(.upstreamConnected)))
+        let connected = Transcript(harness.send(.upstreamConnected)).upstreamText
         #expect(connected.hasSuffix("Content-Length: 10\r\n\r\n01234"))
-        #expect(Self.text(Self.upstreamWrites(harness.send("56789"))) == "56789")
+        #expect(Transcript(harness.send("56789")).upstreamText == "56789")
     }
 
     @Test func untilCloseResponseIsRechunkedForAKeepAliveClient() throws {
@@ -220,11 +196,11 @@ import Testing
         _ = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
         _ = harness.send(.upstreamConnected)
         let head = harness.send(.upstreamBytes(Array("HTTP/1.0 200 OK\r\n\r\nhello".utf8)))
-        let text = Self.text(Self.clientWrites(head))
+        let text = Transcript(head).clientText
         #expect(text.hasPrefix("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"))
         let end = harness.send(.upstreamEOF)
-        #expect(Self.text(Self.clientWrites(end)) == "0\r\n\r\n")
-        #expect(Self.records(end).first?.status == 200)
+        #expect(Transcript(end).clientText == "0\r\n\r\n")
+        #expect(Transcript(end).records.first?.status == 200)
     }
 
     @Test(arguments: [
@@ -235,11 +211,11 @@ import Testing
         let harness = try Harness()
         _ = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
         let commands = harness.send(.upstreamConnectFailed(failure))
-        let response = Self.text(Self.clientWrites(commands))
+        let response = Transcript(commands).clientText
         #expect(response.hasPrefix(failure == .timedOut ? "HTTP/1.1 504 " : "HTTP/1.1 502 "))
         #expect(response.contains("X-ATS-Error: \(header)\r\n"))
         #expect(response.contains("X-ATS-Stream-Error: \(pair)\r\n"))
-        #expect(Self.records(commands).first?.result == .failed)
+        #expect(Transcript(commands).records.first?.result == .failed)
     }
 
     @Test("a failed connect names its cause: the proxy's own descriptors and an unreachable network are not refusals")
@@ -250,7 +226,7 @@ import Testing
         ] {
             let harness = try Harness()
             _ = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
-            let record = try #require(Self.records(harness.send(.upstreamConnectFailed(failure))).first)
+            let record = try #require(Transcript(harness.send(.upstreamConnectFailed(failure))).records.first)
             #expect(record.errorCode == -1004)
             #expect(record.rule.contains(words), "\(record.rule)")
             #expect(failure == .refused || !record.rule.contains("refused"), "\(record.rule)")
@@ -261,7 +237,7 @@ import Testing
     static func fireUntilRecorded(_ harness: Harness) -> [ProxyCommand] {
         for _ in 0..<4 {
             let fired = harness.send(.timerFired)
-            if !records(fired).isEmpty { return fired }
+            if !Transcript(fired).records.isEmpty { return fired }
         }
         return []
     }
@@ -275,27 +251,27 @@ import Testing
             "POST http://localhost:9000/up HTTP/1.1\r\nHost: localhost:9000\r\nContent-Length: 100\r\n\r\nabc")
         _ = stalled.send(.upstreamConnected)
         let cut = Self.fireUntilRecorded(stalled)
-        let body = try #require(Self.records(cut).first)
+        let body = try #require(Transcript(cut).records.first)
         #expect(body.errorCode == -1001 && body.status == 504)
         #expect(
             body.rule.hasPrefix("the request body stopped moving before the timeout: 3 bytes of it had arrived"),
             "\(body.rule)")
-        #expect(Self.text(Self.clientWrites(cut)).hasPrefix("HTTP/1.1 504 "))
-        #expect(Self.closesClient(cut))
-        #expect(cut.contains { if case .closeUpstream = $0 { true } else { false } })
+        #expect(Transcript(cut).clientText.hasPrefix("HTTP/1.1 504 "))
+        #expect(Transcript(cut).closesClient)
+        #expect(Transcript(cut).closesUpstream)
         // The whole request went out and no response head came: the server's silence, not a connect stage.
         let silent = try Harness()
         _ = silent.send("GET http://localhost:9000/q HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
         _ = silent.send(.upstreamConnected)
         let fired = Self.fireUntilRecorded(silent)
-        let answer = try #require(Self.records(fired).first)
+        let answer = try #require(Transcript(fired).records.first)
         #expect(answer.errorCode == -1001 && answer.status == 504)
         #expect(answer.rule.contains("no response head arrived"), "\(answer.rule)")
-        #expect(Self.text(Self.clientWrites(fired)).hasPrefix("HTTP/1.1 504 "))
+        #expect(Transcript(fired).clientText.hasPrefix("HTTP/1.1 504 "))
         // Still connecting: the connect stage, as before.
         let connecting = try Harness()
         _ = connecting.send("GET http://localhost:9000/q HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
-        let timedOut = try #require(Self.records(Self.fireUntilRecorded(connecting)).first)
+        let timedOut = try #require(Transcript(Self.fireUntilRecorded(connecting)).records.first)
         #expect(timedOut.rule.contains("did not complete the connection"), "\(timedOut.rule)")
     }
 
@@ -309,13 +285,13 @@ import Testing
         harness.session.services.policy.replace(
             with: .init(evaluator: reloaded, sourceSummary: "reloaded", processName: "Reloaded"))
         let commands = harness.send(.upstreamConnectFailed(.refused))
-        let record = try #require(Self.records(commands).first)
+        let record = try #require(Transcript(commands).records.first)
         #expect(!record.consoleLines.isEmpty)
         #expect(record.consoleLines.allSatisfy { $0.contains("Tester[") && !$0.contains("Reloaded") })
         // The next request is decided under the new policy.
         _ = harness.send("GET http://localhost:9000/again HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
         let next = harness.send(.upstreamConnectFailed(.refused))
-        #expect(Self.records(next).first?.consoleLines.allSatisfy { $0.contains("Reloaded[") } == true)
+        #expect(Transcript(next).records.first?.consoleLines.allSatisfy { $0.contains("Reloaded[") } == true)
     }
 
     @Test func malformedRequestGets400AndClose() throws {
@@ -324,11 +300,11 @@ import Testing
             "GET http://localhost/ HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n"
         )
         // The standard phrase on the status line; the broken rule in the body.
-        let answer = Self.text(Self.clientWrites(commands))
+        let answer = Transcript(commands).clientText
         #expect(answer.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(answer)")
         #expect(answer.contains("\r\n\r\nats-proxy: "), "\(answer)")
-        #expect(Self.closesClient(commands))
-        #expect(Self.connects(commands).isEmpty)
+        #expect(Transcript(commands).closesClient)
+        #expect(Transcript(commands).connects.isEmpty)
     }
 
     @Test func requestToTheProxyItselfIsALoop() throws {
@@ -336,8 +312,8 @@ import Testing
         settings.selfAuthorities = ["127.0.0.1:8080"]
         let harness = try Harness(settings: settings)
         let commands = harness.send("GET http://127.0.0.1:8080/ HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n")
-        #expect(Self.text(Self.clientWrites(commands)).hasPrefix("HTTP/1.1 508 Loop Detected"))
-        #expect(Self.connects(commands).isEmpty)
+        #expect(Transcript(commands).clientText.hasPrefix("HTTP/1.1 508 Loop Detected"))
+        #expect(Transcript(commands).connects.isEmpty)
     }
 
     @Test func reportModeLetsBlockedCleartextThroughAndRecordsTheViolation() throws {
@@ -345,20 +321,20 @@ import Testing
         settings.mode = .report
         let harness = try Harness(settings: settings)
         let commands = harness.send("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
-        #expect(Self.connects(commands) == ["example.com:80"])
+        #expect(Transcript(commands).connects.map(\.authority) == ["example.com:80"])
         _ = harness.send(.upstreamConnected)
         let done = harness.send(.upstreamBytes(Array("HTTP/1.1 204 No Content\r\n\r\n".utf8)))
-        let record = try #require(Self.records(done).first)
+        let record = try #require(Transcript(done).records.first)
         #expect(record.result == .reported && record.errorCode == -1022 && record.status == 204)
     }
 
     @Test func idleTimerClosesAndPartialHeadGets408() throws {
         let harness = try Harness()
         let armed = harness.send("GET http://localhost/ HTTP/1.1\r\n")
-        #expect(armed.contains { if case .armTimer(30) = $0 { true } else { false } })
+        #expect(Transcript(armed).armedTimers.contains(30))
         let fired = harness.send(.timerFired)
-        #expect(Self.text(Self.clientWrites(fired)).hasPrefix("HTTP/1.1 408 "))
-        #expect(Self.closesClient(fired))
+        #expect(Transcript(fired).clientText.hasPrefix("HTTP/1.1 408 "))
+        #expect(Transcript(fired).closesClient)
     }
 
     @Test func anIdleClientHandsItsUpstreamBackToThePoolAfterTheLinger() throws {
@@ -367,28 +343,28 @@ import Testing
         _ = harness.send(.upstreamConnected)
         let answered = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na".utf8)))
         // Idle with an upstream of its own: the timer is the linger (1 s), not the idle timeout (60 s).
-        #expect(answered.contains { if case .armTimer(1) = $0 { true } else { false } })
+        #expect(Transcript(answered).armedTimers.contains(1))
         let lingered = harness.send(.timerFired)
-        let leases = lingered.compactMap { if case .releaseUpstream(let lease) = $0 { lease } else { nil } }
+        let leases = Transcript(lingered).releases
         #expect(leases.count == 1)
         #expect(leases.first?.key.host == "localhost" && leases.first?.key.port == 9000)
-        #expect(!lingered.contains { if case .closeUpstream = $0 { true } else { false } })
-        #expect(!Self.closesClient(lingered))
+        #expect(!Transcript(lingered).closesUpstream)
+        #expect(!Transcript(lingered).closesClient)
         // The client connection stays for the rest of the idle timeout.
-        #expect(lingered.contains { if case .armTimer(59) = $0 { true } else { false } })
+        #expect(Transcript(lingered).armedTimers.contains(59))
         // Its next request asks the pool again and rides on what the pool hands over.
         let next = harness.send("GET http://localhost:9000/2 HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
-        let reuse = next.compactMap { if case .connectUpstream(_, _, let reuse) = $0 { reuse } else { nil } }
+        let reuse = Transcript(next).connects.compactMap(\.reuse)
         #expect(reuse.first?.host == "localhost" && reuse.first?.port == 9000)
         let lease = try #require(leases.first)
         let reused = harness.send(.upstreamReused(lease))
-        #expect(Self.text(Self.upstreamWrites(reused)).hasPrefix("GET /2 HTTP/1.1\r\n"))
+        #expect(Transcript(reused).upstreamText.hasPrefix("GET /2 HTTP/1.1\r\n"))
         let second = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb".utf8)))
-        #expect(Self.text(Self.clientWrites(second)).hasSuffix("\r\n\r\nb"))
-        #expect(second.contains { if case .armTimer(1) = $0 { true } else { false } })
+        #expect(Transcript(second).clientText.hasSuffix("\r\n\r\nb"))
+        #expect(Transcript(second).armedTimers.contains(1))
         // Idle without an upstream: after the linger and the rest of the idle timeout, the client closes.
         _ = harness.send(.timerFired)
-        #expect(Self.closesClient(harness.send(.timerFired)))
+        #expect(Transcript(harness.send(.timerFired)).closesClient)
     }
 
     @Test func withoutALingerAnIdleClientKeepsItsUpstreamUntilItCloses() throws {
@@ -398,39 +374,39 @@ import Testing
         _ = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
         _ = harness.send(.upstreamConnected)
         let answered = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na".utf8)))
-        #expect(answered.contains { if case .armTimer(60) = $0 { true } else { false } })
+        #expect(Transcript(answered).armedTimers.contains(60))
         let fired = harness.send(.timerFired)
-        #expect(Self.closesClient(fired))
+        #expect(Transcript(fired).closesClient)
         // Closing an idle connection still parks its upstream.
-        #expect(fired.contains { if case .releaseUpstream = $0 { true } else { false } })
+        #expect(!Transcript(fired).releases.isEmpty)
     }
 
     @Test func headerTimerIsNotRestartedByEachByte() throws {
         let harness = try Harness()
         let first = harness.send("G")
-        #expect(first.contains { if case .armTimer(30) = $0 { true } else { false } })
+        #expect(Transcript(first).armedTimers.contains(30))
         let more = harness.send("ET http://localhost/ HTTP/1.1\r\n")
-        #expect(!more.contains { if case .armTimer = $0 { true } else { false } })
+        #expect(Transcript(more).armedTimers.isEmpty)
     }
 
     @Test func stalledOriginTimesOutWith504AndMinus1001() throws {
         let harness = try Harness()
         let start = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
-        #expect(start.contains { if case .armTimer(60) = $0 { true } else { false } })
+        #expect(Transcript(start).armedTimers.contains(60))
         let fired = harness.send(.timerFired)
-        let response = Self.text(Self.clientWrites(fired))
+        let response = Transcript(fired).clientText
         #expect(response.hasPrefix("HTTP/1.1 504 Gateway Timeout\r\n"))
         #expect(response.contains("X-ATS-Error: -1001\r\n"))
-        #expect(Self.records(fired).first?.errorCode == -1001)
+        #expect(Transcript(fired).records.first?.errorCode == -1001)
     }
 
     @Test func clientReadsPauseUntilTheUpstreamIsReady() throws {
         let harness = try Harness()
         let start = harness.send(
             "POST http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\nContent-Length: 4\r\n\r\n")
-        #expect(start.contains { if case .pauseClientReads = $0 { true } else { false } })
+        #expect(Transcript(start).pausesClientReads)
         let connected = harness.send(.upstreamConnected)
-        #expect(connected.contains { if case .resumeClientReads = $0 { true } else { false } })
+        #expect(Transcript(connected).resumesClientReads)
     }
 
     @Test func aClientThatLeavesMidExchangeIsLogged() throws {
@@ -438,21 +414,21 @@ import Testing
         _ = harness.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
         _ = harness.send(.upstreamConnected)
         let gone = harness.send(.clientGone)
-        let record = try #require(Self.records(gone).first)
+        let record = try #require(Transcript(gone).records.first)
         #expect(record.result == .failed)
         #expect(record.rule == "the client closed the connection before the response was complete")
-        #expect(gone.contains { if case .closeUpstream = $0 { true } else { false } })
+        #expect(Transcript(gone).closesUpstream)
     }
 
     @Test func drainClosesAnIdleConnectionAndABusyOneAfterItsExchange() throws {
         let idle = try Harness()
-        #expect(Self.closesClient(idle.send(.drain)))
+        #expect(Transcript(idle.send(.drain)).closesClient)
         let busy = try Harness()
         _ = busy.send("GET http://localhost:9000/ HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
         _ = busy.send(.upstreamConnected)
-        #expect(!Self.closesClient(busy.send(.drain)))
+        #expect(!Transcript(busy.send(.drain)).closesClient)
         let done = busy.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx".utf8)))
-        #expect(Self.closesClient(done))
+        #expect(Transcript(done).closesClient)
     }
 
     // MARK: - HTTPS interception, pumped in memory
@@ -460,7 +436,7 @@ import Testing
     /// Runs the client handshake with the session (which answers CONNECT) until it completes.
     static func establishTunnel(_ harness: Harness, host: String) throws -> TLSConnection {
         let connect = harness.send("CONNECT \(host):443 HTTP/1.1\r\nHost: \(host):443\r\n\r\n")
-        #expect(text(clientWrites(connect)) == "HTTP/1.1 200 Connection established\r\n\r\n")
+        #expect(Transcript(connect).clientText == "HTTP/1.1 200 Connection established\r\n\r\n")
         let clientContext = try TLSContext(role: .client)
         try clientContext.setVersions(minimum: .tls12, maximum: .tls13)
         let client = try TLSConnection(context: clientContext, serverName: host)
@@ -469,7 +445,7 @@ import Testing
             if progress == .complete && !client.hasOutbound { break }
             if case .failed(let failure) = progress { Issue.record("client handshake failed: \(failure)") }
             let reply = harness.send(.clientBytes(client.takeOutbound()))
-            client.receive(clientWrites(reply))
+            client.receive(Transcript(reply).clientBytes)
         }
         #expect(client.state == .established)
         return client
@@ -480,15 +456,15 @@ import Testing
         // and its Finished (a phone checking the chain): the 50 ms buffer stage applies only between requests.
         let harness = try Harness()
         let connect = harness.send("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n")
-        #expect(connect.contains { if case .armTimer(60) = $0 { true } else { false } }, "\(connect)")
+        #expect(Transcript(connect).armedTimers.contains(60), "\(connect)")
         let clientContext = try TLSContext(role: .client)
         let client = try TLSConnection(context: clientContext, serverName: "api.example.com")
         var timers: [Double] = []
         for _ in 0..<10 {
             if client.handshake() == .complete && !client.hasOutbound { break }
             let reply = harness.send(.clientBytes(client.takeOutbound()))
-            timers += reply.compactMap { if case .armTimer(let seconds) = $0 { seconds } else { nil } }
-            client.receive(Self.clientWrites(reply))
+            timers += Transcript(reply).armedTimers
+            client.receive(Transcript(reply).clientBytes)
         }
         #expect(client.state == .established)
         // Until the handshake completes: the idle timeout. Then, waiting for the first request, the buffer stage,
@@ -496,8 +472,8 @@ import Testing
         #expect(timers.dropLast().allSatisfy { $0 == 60 }, "timers armed during the handshake: \(timers)")
         #expect(timers.last == 0.05, "\(timers)")
         let fired = harness.send(.timerFired)
-        #expect(!Self.closesClient(fired), "\(fired)")
-        #expect(fired.contains { if case .armTimer(59.95) = $0 { true } else { false } }, "\(fired)")
+        #expect(!Transcript(fired).closesClient, "\(fired)")
+        #expect(Transcript(fired).armedTimers.contains(59.95), "\(fired)")
     }
 
     /// Pumps the upstream handshake between the session and `origin` until it settles; returns
@@ -505,13 +481,13 @@ import Testing
     static func pumpUpstream(_ harness: Harness, origin: TLSConnection, first: [ProxyCommand]) -> [ProxyCommand] {
         var commands = first
         for _ in 0..<10 {
-            let toOrigin = upstreamWrites(commands)
+            let toOrigin = Transcript(commands).upstreamBytes
             if toOrigin.isEmpty { break }
             origin.receive(toOrigin)
             _ = origin.handshake()
             guard origin.hasOutbound else { break }
             commands = harness.send(.upstreamBytes(origin.takeOutbound()))
-            if !clientWrites(commands).isEmpty { break }
+            if !Transcript(commands).clientBytes.isEmpty { break }
         }
         return commands
     }
@@ -536,7 +512,7 @@ import Testing
             if case .promoteUpstream = command { true } else { false }
         }
         for _ in 0..<10 where !all.contains(where: isPromotion) {
-            origin.receive(Self.upstreamWrites(commands))
+            origin.receive(Transcript(commands).upstreamBytes)
             _ = origin.handshake()
             guard origin.hasOutbound else { break }
             commands = harness.send(.upstreamBytes(origin.takeOutbound()))
@@ -544,7 +520,7 @@ import Testing
         }
         if let promotion = commands.firstIndex(where: isPromotion) {
             // The TLS records before the promotion (the client's Finished) still belong to the handshake.
-            origin.receive(Self.upstreamWrites(Array(commands[..<promotion])))
+            origin.receive(Transcript(Array(commands[..<promotion])).upstreamBytes)
             _ = origin.handshake()
         }
         #expect(origin.state == .established)
@@ -562,11 +538,11 @@ import Testing
         let origin = try harness.originServer(host: "api.example.com")
         let settled = Self.pumpUpstream(harness, origin: origin, first: harness.send(.upstreamConnected))
         func timers(_ commands: [ProxyCommand]) -> [Double] {
-            commands.compactMap { if case .armTimer(let seconds) = $0 { seconds } else { nil } }
+            Transcript(commands).armedTimers
         }
         #expect(timers(settled).last == 0.05, "\(settled)")
         let quiet = harness.send(.timerFired)
-        #expect(!Self.closesClient(quiet) && Self.clientWrites(quiet).isEmpty, "\(quiet)")
+        #expect(!Transcript(quiet).closesClient && Transcript(quiet).clientBytes.isEmpty, "\(quiet)")
         #expect(timers(quiet) == [59.95], "\(quiet)")
         // Bytes move again: the buffers are held again and the quiet stage restarts.
         if case .data = origin.read() {} else { Issue.record("the origin did not get the request") }
@@ -576,7 +552,7 @@ import Testing
         // Silent again past both stages: the timeout ends the exchange (response started: the client is closed).
         _ = harness.send(.timerFired)
         let timedOut = harness.send(.timerFired)
-        #expect(Self.closesClient(timedOut), "\(timedOut)")
+        #expect(Transcript(timedOut).closesClient, "\(timedOut)")
     }
 
     @Test func interceptedRequestIsForwardedOverTLSAndAnswered() throws {
@@ -584,7 +560,7 @@ import Testing
         let client = try Self.establishTunnel(harness, host: "api.example.com")
         #expect(client.write(Array("GET /v1 HTTP/1.1\r\nHost: api.example.com\r\n\r\n".utf8)) > 0)
         let request = harness.send(.clientBytes(client.takeOutbound()))
-        #expect(Self.connects(request) == ["api.example.com:443"])
+        #expect(Transcript(request).connects.map(\.authority) == ["api.example.com:443"])
         let origin = try harness.originServer(host: "api.example.com")
         let settled = Self.pumpUpstream(harness, origin: origin, first: harness.send(.upstreamConnected))
         _ = settled
@@ -594,9 +570,9 @@ import Testing
         #expect(Self.text(received).hasPrefix("GET /v1 HTTP/1.1\r\n"))
         _ = origin.write(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".utf8))
         let answer = harness.send(.upstreamBytes(origin.takeOutbound()))
-        client.receive(Self.clientWrites(answer))
+        client.receive(Transcript(answer).clientBytes)
         #expect(Self.text(Self.readAll(client)) == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
-        let record = try #require(Self.records(answer).first)
+        let record = try #require(Transcript(answer).records.first)
         #expect(record.url == "https://api.example.com/v1")
         #expect(record.tls?["version"] == "TLSv1.3")
     }
@@ -615,9 +591,9 @@ import Testing
         #expect(Self.text(received).hasPrefix("OPTIONS * HTTP/1.1\r\n"), "\(Self.text(received))")
         _ = origin.write(Array("HTTP/1.1 204 No Content\r\nAllow: GET\r\n\r\n".utf8))
         let answer = harness.send(.upstreamBytes(origin.takeOutbound()))
-        client.receive(Self.clientWrites(answer))
+        client.receive(Transcript(answer).clientBytes)
         #expect(Self.text(Self.readAll(client)).hasPrefix("HTTP/1.1 204 No Content\r\n"))
-        let record = try #require(Self.records(answer).first)
+        let record = try #require(Transcript(answer).records.first)
         #expect(record.url == "https://api.example.com")
     }
 
@@ -628,7 +604,7 @@ import Testing
         _ = harness.send(.clientBytes(client.takeOutbound()))
         let origin = try harness.originServer(host: "old.example.com", versions: .tls11...(.tls11))
         let settled = Self.pumpUpstream(harness, origin: origin, first: harness.send(.upstreamConnected))
-        client.receive(Self.clientWrites(settled))
+        client.receive(Transcript(settled).clientBytes)
         guard case .data(let plain) = client.read() else {
             Issue.record("no 502 inside the tunnel")
             return
@@ -637,7 +613,7 @@ import Testing
         #expect(response.hasPrefix("HTTP/1.1 502 Bad Gateway\r\n"))
         #expect(response.contains("X-ATS-Error: -1200\r\n"))
         #expect(response.contains("X-ATS-Stream-Error: 3:-9836\r\n"))
-        let record = try #require(Self.records(settled).first)
+        let record = try #require(Transcript(settled).records.first)
         #expect(
             record.consoleLines.contains { $0.contains("HTTP load failed, 0/0 bytes (error code: -1200 [3:-9836])") })
     }
@@ -668,11 +644,6 @@ import Testing
 /// browsers and CFNetwork, the session sends a replayable request once more on an HTTP/1.1-only upstream, and
 /// asks for one straight away for the origin's later requests.
 extension ProxySessionTests {
-    /// What the session asked for in its `connectUpstream` commands, in order.
-    static func reuseKeys(_ commands: [ProxyCommand]) -> [UpstreamKey?] {
-        commands.compactMap { if case .connectUpstream(_, _, let reuse) = $0 { .some(reuse) } else { nil } }
-    }
-
     /// A channel of a shared HTTP/2 link for `key`, as the pool hands it over.
     static func h2Channel(_ key: UpstreamKey) -> UpstreamLease {
         UpstreamLease(key: key, tls: nil, facts: ["alpn": "h2"], protocolName: "h2", shareable: true)
@@ -687,31 +658,24 @@ extension ProxySessionTests {
     static func channelText(_ commands: [ProxyCommand]) -> String {
         var bytes: [UInt8] = []
         var writer: HTTP1BodyWriter?
-        for command in commands {
-            guard case .sendToUpstreamChannel(let parts) = command else { continue }
-            for part in parts {
-                switch part {
-                case .request(let head, let framing):
-                    HTTP1Serializer.writeRequestHead(head, into: &bytes)
-                    writer = HTTP1BodyWriter(framing: framing)
-                case .body(let slice):
-                    try? writer?.write(slice, into: &bytes)
-                case .trailers(let trailers):
-                    try? writer?.finish(trailers: trailers, into: &bytes)
-                    writer = nil
-                case .messageEnd:
-                    try? writer?.finish(into: &bytes)
-                    writer = nil
-                case .response, .upgraded, .failed:
-                    Issue.record("not a request part: \(part)")
-                }
+        for part in Transcript(commands).channelParts {
+            switch part {
+            case .request(let head, let framing):
+                HTTP1Serializer.writeRequestHead(head, into: &bytes)
+                writer = HTTP1BodyWriter(framing: framing)
+            case .body(let slice):
+                try? writer?.write(slice, into: &bytes)
+            case .trailers(let trailers):
+                try? writer?.finish(trailers: trailers, into: &bytes)
+                writer = nil
+            case .messageEnd:
+                try? writer?.finish(into: &bytes)
+                writer = nil
+            case .response, .upgraded, .failed:
+                Issue.record("not a request part: \(part)")
             }
         }
         return text(bytes)
-    }
-
-    static func closesUpstream(_ commands: [ProxyCommand]) -> Bool {
-        commands.contains { if case .closeUpstream = $0 { true } else { false } }
     }
 
     @Test func aRequestTheOriginRequiresOverHTTP1IsSentAgainOnAnHTTP1OnlyConnection() throws {
@@ -719,20 +683,20 @@ extension ProxySessionTests {
         let client = try Self.establishTunnel(harness, host: "api.example.com")
         #expect(client.write(Array("GET /v1 HTTP/1.1\r\nHost: api.example.com\r\n\r\n".utf8)) > 0)
         let opened = harness.send(.clientBytes(client.takeOutbound()))
-        let key = try #require(Self.reuseKeys(opened).first ?? nil)
+        let key = try #require(Transcript(opened).connects.map(\.reuse).first ?? nil)
         #expect(!key.http1Only)
         let sent = harness.send(.upstreamReused(Self.h2Channel(key)))
-        #expect(Self.upstreamWrites(sent).isEmpty, "a channel takes request parts, not HTTP/1.1 text")
+        #expect(Transcript(sent).upstreamBytes.isEmpty, "a channel takes request parts, not HTTP/1.1 text")
         #expect(Self.channelText(sent).hasPrefix("GET /v1 HTTP/1.1\r\n"))
 
         let refused = harness.send(.upstreamRequiresHTTP11)
-        #expect(Self.closesUpstream(refused))
-        #expect(Self.clientWrites(refused).isEmpty, "nothing reaches the client yet")
-        #expect(Self.records(refused).isEmpty)
+        #expect(Transcript(refused).closesUpstream)
+        #expect(Transcript(refused).clientBytes.isEmpty, "nothing reaches the client yet")
+        #expect(Transcript(refused).records.isEmpty)
         // The same origin and decision, HTTP/1.1 only: the pool may answer with a parked connection.
         var http1Key = key
         http1Key.http1Only = true
-        #expect(Self.reuseKeys(refused) == [http1Key])
+        #expect(Transcript(refused).connects.map(\.reuse) == [http1Key])
 
         // The pool has none: a new connection offers only http/1.1, though the origin prefers h2.
         let origin = try harness.originServer(host: "api.example.com", alpn: ["h2", "http/1.1"])
@@ -742,9 +706,9 @@ extension ProxySessionTests {
         #expect(Self.text(Self.readAll(origin)).hasPrefix("GET /v1 HTTP/1.1\r\n"))
         _ = origin.write(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".utf8))
         let answer = harness.send(.upstreamBytes(origin.takeOutbound()))
-        client.receive(Self.clientWrites(answer))
+        client.receive(Transcript(answer).clientBytes)
         #expect(Self.text(Self.readAll(client)) == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
-        let record = try #require(Self.records(answer).first)
+        let record = try #require(Transcript(answer).records.first)
         #expect(record.status == 200 && record.result == .completed)
         #expect(record.retriedOnNewConnection == true)
         #expect(record.tls?["alpn"] == "http/1.1", "the facts are the HTTP/1.1 connection's: \(record.tls ?? [:])")
@@ -758,18 +722,18 @@ extension ProxySessionTests {
             .upstreamReused(
                 Self.h2Channel(UpstreamKey(host: "localhost", port: 9000, requirements: nil, permissive: false))))
         let refused = harness.send(.upstreamRequiresHTTP11)
-        let http1Key = try #require(Self.reuseKeys(refused).first ?? nil)
+        let http1Key = try #require(Transcript(refused).connects.map(\.reuse).first ?? nil)
         #expect(http1Key.http1Only)
         let resent = harness.send(.upstreamReused(Self.http1Connection(http1Key)))
-        #expect(Self.text(Self.upstreamWrites(resent)).hasPrefix("GET /once HTTP/1.1\r\n"))
+        #expect(Transcript(resent).upstreamText.hasPrefix("GET /once HTTP/1.1\r\n"))
 
         // The parked connection the pool handed over was closed by the origin (or, impossibly, refused again).
         let lost = harness.send(refusedAgain ? .upstreamRequiresHTTP11 : .upstreamReset)
-        #expect(Self.reuseKeys(lost).isEmpty, "a third attempt")
-        let response = Self.text(Self.clientWrites(lost))
+        #expect(Transcript(lost).connects.map(\.reuse).isEmpty, "a third attempt")
+        let response = Transcript(lost).clientText
         #expect(response.hasPrefix("HTTP/1.1 502 Bad Gateway\r\n"))
         #expect(response.contains("X-ATS-Error: -1005\r\n"))
-        let record = try #require(Self.records(lost).first)
+        let record = try #require(Transcript(lost).records.first)
         #expect(record.errorCode == -1005)
     }
 
@@ -779,58 +743,60 @@ extension ProxySessionTests {
         let post = "POST /upload HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 4\r\n\r\ndata"
         #expect(client.write(Array(post.utf8)) > 0)
         let opened = harness.send(.clientBytes(client.takeOutbound()))
-        let key = try #require(Self.reuseKeys(opened).first ?? nil)
+        let key = try #require(Transcript(opened).connects.map(\.reuse).first ?? nil)
         let sent = harness.send(.upstreamReused(Self.h2Channel(key)))
-        #expect(Self.upstreamWrites(sent).isEmpty, "a channel takes request parts, not HTTP/1.1 text")
+        #expect(Transcript(sent).upstreamBytes.isEmpty, "a channel takes request parts, not HTTP/1.1 text")
         #expect(Self.channelText(sent).hasSuffix("\r\n\r\ndata"))
 
         let refused = harness.send(.upstreamRequiresHTTP11)
-        #expect(Self.reuseKeys(refused).isEmpty, "a POST is never replayed")
-        client.receive(Self.clientWrites(refused))
+        #expect(Transcript(refused).connects.map(\.reuse).isEmpty, "a POST is never replayed")
+        client.receive(Transcript(refused).clientBytes)
         let response = Self.text(Self.readAll(client))
         #expect(response.hasPrefix("HTTP/1.1 502 Bad Gateway\r\n"))
         #expect(response.contains("X-ATS-Error: -1005\r\n"))
-        let record = try #require(Self.records(refused).first)
+        let record = try #require(Transcript(refused).records.first)
         #expect(record.errorCode == -1005 && record.retriedOnNewConnection == nil)
-        #expect(!Self.closesClient(refused))
+        #expect(!Transcript(refused).closesClient)
 
         // The client trying again is not sent into the same refusal: HTTP/1.1 only from now on.
         #expect(client.write(Array(post.utf8)) > 0)
         let again = harness.send(.clientBytes(client.takeOutbound()))
         var http1Key = key
         http1Key.http1Only = true
-        #expect(Self.reuseKeys(again) == [http1Key])
+        #expect(Transcript(again).connects.map(\.reuse) == [http1Key])
     }
 
     @Test func laterRequestsToTheOriginAskForAnHTTP1OnlyUpstreamStraightAway() throws {
         let harness = try Harness()
         let h2Key = UpstreamKey(host: "localhost", port: 9000, requirements: nil, permissive: false)
         let first = harness.send("GET http://localhost:9000/first HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
-        #expect(Self.reuseKeys(first) == [h2Key])
+        #expect(Transcript(first).connects.map(\.reuse) == [h2Key])
         _ = harness.send(.upstreamReused(Self.h2Channel(h2Key)))
         let refused = harness.send(.upstreamRequiresHTTP11)
         var http1Key = h2Key
         http1Key.http1Only = true
-        #expect(Self.reuseKeys(refused) == [http1Key])
+        #expect(Transcript(refused).connects.map(\.reuse) == [http1Key])
         _ = harness.send(.upstreamReused(Self.http1Connection(http1Key)))
         let answered = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na".utf8)))
-        #expect(Self.text(Self.clientWrites(answered)).hasSuffix("\r\n\r\na"))
-        #expect(Self.records(answered).first?.retriedOnNewConnection == true)
+        #expect(Transcript(answered).clientText.hasSuffix("\r\n\r\na"))
+        #expect(Transcript(answered).records.first?.retriedOnNewConnection == true)
 
         // Another origin is not affected.
         let other = harness.send("GET http://localhost:9001/other HTTP/1.1\r\nHost: localhost:9001\r\n\r\n")
         #expect(
-            Self.reuseKeys(other) == [UpstreamKey(host: "localhost", port: 9001, requirements: nil, permissive: false)])
+            Transcript(other).connects.map(\.reuse) == [
+                UpstreamKey(host: "localhost", port: 9001, requirements: nil, permissive: false)
+            ])
         _ = harness.send(.upstreamConnected)
         _ = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb".utf8)))
 
         // The refusing origin's next request asks for HTTP/1.1 at once: no second round trip over h2.
         let second = harness.send("GET http://localhost:9000/second HTTP/1.1\r\nHost: localhost:9000\r\n\r\n")
-        #expect(Self.reuseKeys(second) == [http1Key])
+        #expect(Transcript(second).connects.map(\.reuse) == [http1Key])
         let resent = harness.send(.upstreamReused(Self.http1Connection(http1Key)))
-        #expect(Self.text(Self.upstreamWrites(resent)).hasPrefix("GET /second HTTP/1.1\r\n"))
+        #expect(Transcript(resent).upstreamText.hasPrefix("GET /second HTTP/1.1\r\n"))
         let done = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nc".utf8)))
-        #expect(Self.records(done).first?.retriedOnNewConnection == nil)
+        #expect(Transcript(done).records.first?.retriedOnNewConnection == nil)
     }
 }
 
@@ -841,9 +807,9 @@ extension ProxySessionTests {
         let client = try Self.establishTunnel(harness, host: "api.example.com")
         #expect(client.write(Array(request.utf8)) > 0)
         let opened = harness.send(.clientBytes(client.takeOutbound()))
-        let key = try #require(Self.reuseKeys(opened).first ?? nil)
+        let key = try #require(Transcript(opened).connects.map(\.reuse).first ?? nil)
         let sent = harness.send(.upstreamReused(Self.h2Channel(key)))
-        #expect(Self.upstreamWrites(sent).isEmpty)
+        #expect(Transcript(sent).upstreamBytes.isEmpty)
         return client
     }
 
@@ -856,13 +822,15 @@ extension ProxySessionTests {
                 .response(head, body: .untilClose), .body(Array("hel".utf8)[...]), .body(Array("lo".utf8)[...]),
                 .trailers(["x-sum": "1"]), .messageEnd,
             ]))
-        client.receive(Self.clientWrites(answer))
+        client.receive(Transcript(answer).clientBytes)
         let text = Self.text(Self.readAll(client))
         #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n"), "the standard phrase for a head that came without one")
         #expect(text.contains("\r\nTransfer-Encoding: chunked\r\n"))
         #expect(text.hasSuffix("\r\n\r\n3\r\nhel\r\n2\r\nlo\r\n0\r\nx-sum: 1\r\n\r\n"))
-        #expect(!Self.closesClient(answer) && !Self.closesUpstream(answer), "the channel's body ends with its stream")
-        #expect(Self.records(answer).first?.status == 200)
+        #expect(
+            !Transcript(answer).closesClient && !Transcript(answer).closesUpstream,
+            "the channel's body ends with its stream")
+        #expect(Transcript(answer).records.first?.status == 200)
     }
 
     @Test func anInterimHeadFromAChannelIsRelayedAndTheFinalOneFollows() throws {
@@ -873,9 +841,9 @@ extension ProxySessionTests {
                 .response(HTTPResponseHead(status: 103, reason: "", headers: ["link": "</a.css>"]), body: .none),
                 .response(HTTPResponseHead(status: 204, reason: "", headers: [:]), body: .none), .messageEnd,
             ]))
-        client.receive(Self.clientWrites(answer))
+        client.receive(Transcript(answer).clientBytes)
         let text = Self.text(Self.readAll(client))
         #expect(text.hasPrefix("HTTP/1.1 103 Early Hints\r\nlink: </a.css>\r\n\r\nHTTP/1.1 204 No Content\r\n"))
-        #expect(Self.records(answer).first?.status == 204)
+        #expect(Transcript(answer).records.first?.status == 204)
     }
 }

@@ -1,5 +1,6 @@
 import ATSPolicy
 import ATSTLS
+import ATSTestSupport
 import Foundation
 import Testing
 
@@ -22,7 +23,7 @@ import Testing
             let progress = client.handshake()
             if progress == .complete && !client.hasOutbound { break }
             if case .failed(let failure) = progress { Issue.record("client handshake failed: \(failure)") }
-            client.receive(S.clientWrites(harness.send(.clientBytes(client.takeOutbound()))))
+            client.receive(Transcript(harness.send(.clientBytes(client.takeOutbound()))).clientBytes)
         }
         return client
     }
@@ -39,13 +40,13 @@ import Testing
         #expect(client.state == .established)
         #expect(client.negotiatedALPN == "http/1.1", "the proxy protocol inside is HTTP/1.1")
         let commands = Self.send(harness, client, "GET http://example.com/feed HTTP/1.1\r\nHost: example.com\r\n\r\n")
-        let written = S.clientWrites(commands)
+        let written = Transcript(commands).clientBytes
         #expect(written.first == 0x17, "application data records, not plaintext: \(written.prefix(5))")
         client.receive(written)
         let response = S.text(S.readAll(client))
         #expect(response.hasPrefix("HTTP/1.1 403 Forbidden\r\n"), "\(response)")
         #expect(response.contains("X-ATS-Error: -1022\r\n"))
-        let record = try #require(S.records(commands).first)
+        let record = try #require(Transcript(commands).records.first)
         #expect(record.route == .tlsAbsoluteForm)
         #expect(record.result == .blockedCleartext)
     }
@@ -54,12 +55,12 @@ import Testing
         let harness = try Harness(ats: TunnelDetectionTests.allowing)
         let client = try Self.handshake(harness)
         let granted = Self.send(harness, client, "CONNECT plain.test:80 HTTP/1.1\r\nHost: plain.test:80\r\n\r\n")
-        client.receive(S.clientWrites(granted))
+        client.receive(Transcript(granted).clientBytes)
         #expect(S.text(S.readAll(client)) == "HTTP/1.1 200 Connection established\r\n\r\n")
         let commands = Self.send(harness, client, "GET /x HTTP/1.1\r\nHost: plain.test\r\n\r\n")
-        client.receive(S.clientWrites(commands))
+        client.receive(Transcript(commands).clientBytes)
         #expect(S.text(S.readAll(client)).hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
-        #expect(S.records(commands).map(\.route) == [.tlsConnectHTTP])
+        #expect(Transcript(commands).records.map(\.route) == [.tlsConnectHTTP])
     }
 
     @Test func theCloseIsPrecededByCloseNotify() throws {
@@ -68,7 +69,7 @@ import Testing
         let commands = Self.send(
             harness, client, "GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
         let closeIndex = try #require(commands.firstIndex { if case .closeClient = $0 { true } else { false } })
-        client.receive(S.clientWrites(Array(commands[..<closeIndex])))
+        client.receive(Transcript(Array(commands[..<closeIndex])).clientBytes)
         #expect(S.text(S.readAll(client)).hasPrefix("HTTP/1.1 403"))
         #expect(client.read() == .closed, "the client read close_notify after the response")
     }
@@ -77,8 +78,8 @@ import Testing
         let harness = try Harness()
         // A TLS record header whose handshake message is garbage.
         let commands = harness.send(.clientBytes([0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00]))
-        #expect(S.closesClient(commands))
-        let record = try #require(S.records(commands).first)
+        #expect(Transcript(commands).closesClient)
+        let record = try #require(Transcript(commands).records.first)
         #expect(record.route == .tlsConnect)
         #expect(record.result == .clientUntrustedCA)
         #expect(record.rule.contains("TLS handshake with the proxy itself"), "\(record.rule)")

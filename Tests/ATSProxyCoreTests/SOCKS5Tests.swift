@@ -1,5 +1,6 @@
 import ATSPolicy
 import ATSTLS
+import ATSTestSupport
 import Foundation
 import Testing
 
@@ -131,10 +132,10 @@ import Testing
 
     static func socksConnect(_ harness: Harness, _ domain: String, _ port: Int) -> [ProxyCommand] {
         let greeting = harness.send(.clientBytes(Self.greeting))
-        #expect(S.clientWrites(greeting) == Self.selected)
+        #expect(Transcript(greeting).clientBytes == Self.selected)
         let commands = harness.send(.clientBytes(Self.request(domain: domain, port: port)))
-        #expect(S.clientWrites(commands) == Self.success)
-        #expect(S.connects(commands).isEmpty, "nothing is connected before the client's first bytes")
+        #expect(Transcript(commands).clientBytes == Self.success)
+        #expect(Transcript(commands).connects.isEmpty, "nothing is connected before the client's first bytes")
         return commands
     }
 
@@ -142,10 +143,10 @@ import Testing
         let harness = try Harness(ats: TunnelDetectionTests.allowing)
         _ = Self.socksConnect(harness, "plain.test", 8081)
         let commands = harness.send("GET /feed HTTP/1.1\r\nHost: plain.test:8081\r\n\r\n")
-        let response = S.text(S.clientWrites(commands))
+        let response = Transcript(commands).clientText
         #expect(response.hasPrefix("HTTP/1.1 403 Forbidden\r\n"), "\(response)")
         #expect(response.contains("X-ATS-Error: -1022\r\n"))
-        let record = try #require(S.records(commands).first)
+        let record = try #require(Transcript(commands).records.first)
         #expect(record.result == .blockedCleartext)
         #expect(record.url == "http://plain.test:8081/feed")
         #expect(record.route == .socks5HTTP)
@@ -156,7 +157,7 @@ import Testing
         let allowed = try Harness(ats: TunnelDetectionTests.allowing)
         _ = Self.socksConnect(allowed, "allowed.test", 80)
         let request = allowed.send("GET /a HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
-        #expect(S.connects(request) == ["allowed.test:80"])
+        #expect(Transcript(request).connects.map(\.authority) == ["allowed.test:80"])
     }
 
     @Test func aTLSClientInsideASOCKS5TunnelIsInterceptedWithAMintedLeaf() throws {
@@ -169,7 +170,7 @@ import Testing
             let progress = client.handshake()
             if progress == .complete && !client.hasOutbound { break }
             if case .failed(let failure) = progress { Issue.record("client handshake failed: \(failure)") }
-            client.receive(S.clientWrites(harness.send(.clientBytes(client.takeOutbound()))))
+            client.receive(Transcript(harness.send(.clientBytes(client.takeOutbound()))).clientBytes)
         }
         #expect(client.state == .established)
         #expect(harness.session.leg.route == .socks5TLS)
@@ -181,19 +182,19 @@ import Testing
             .clientBytes(
                 Self.greeting + Self.request(domain: "plain.test", port: 80)
                     + Array("GET /x HTTP/1.1\r\nHost: plain.test\r\n\r\n".utf8)))
-        let written = S.clientWrites(commands)
+        let written = Transcript(commands).clientBytes
         #expect(Array(written.prefix(12)) == Self.selected + Self.success)
         #expect(S.text(Array(written.dropFirst(12))).hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
-        #expect(S.records(commands).map(\.route) == [.socks5HTTP])
+        #expect(Transcript(commands).records.map(\.route) == [.socks5HTTP])
     }
 
     @Test func aBINDIsRefusedAndClosedWithoutARecord() throws {
         let harness = try Harness()
         _ = harness.send(.clientBytes(Self.greeting))
         let commands = harness.send(.clientBytes(Self.request(domain: "a.test", port: 80, command: 0x02)))
-        #expect(S.clientWrites(commands) == SOCKS5Reply.bytes(.commandNotSupported))
-        #expect(S.closesClient(commands))
-        #expect(S.records(commands).isEmpty)
+        #expect(Transcript(commands).clientBytes == SOCKS5Reply.bytes(.commandNotSupported))
+        #expect(Transcript(commands).closesClient)
+        #expect(Transcript(commands).records.isEmpty)
     }
 
     @Test func aSilentClientAfterTheReplyIsClosedAndRecorded() throws {
@@ -201,8 +202,8 @@ import Testing
         _ = Self.socksConnect(harness, "quiet.test", 443)
         harness.now += 61
         let commands = harness.send(.timerFired)
-        #expect(S.closesClient(commands))
-        let record = try #require(S.records(commands).first)
+        #expect(Transcript(commands).closesClient)
+        let record = try #require(Transcript(commands).records.first)
         #expect(record.route == .socks5Raw)
         #expect(
             record.rule.contains("the client sent nothing within 60 s after the SOCKS5 success reply"), "\(record.rule)"
@@ -212,11 +213,11 @@ import Testing
     @Test func aHandshakeThatStallsEndsAtTheHeaderTimeout() throws {
         let harness = try Harness()
         let first = harness.send(.clientBytes([0x05, 0x02]))
-        #expect(first.contains { if case .armTimer(let seconds) = $0 { seconds == 30 } else { false } }, "\(first)")
+        #expect(Transcript(first).armedTimers.contains(30), "\(first)")
         harness.now += 31
         let commands = harness.send(.timerFired)
-        #expect(S.closesClient(commands))
-        #expect(S.clientWrites(commands).isEmpty)
+        #expect(Transcript(commands).closesClient)
+        #expect(Transcript(commands).clientBytes.isEmpty)
     }
 
     @Test func aLoopToTheProxyItselfIsASOCKS5Refusal() throws {
@@ -225,10 +226,10 @@ import Testing
         let harness = try Harness(settings: settings)
         _ = harness.send(.clientBytes(Self.greeting))
         let commands = harness.send(.clientBytes([0x05, 0x01, 0x00, 0x01, 127, 0, 0, 1, 0x1F, 0x90]))
-        let written = S.clientWrites(commands)
+        let written = Transcript(commands).clientBytes
         // 508 Loop Detected for an HTTP client: "not allowed by ruleset" for a SOCKS5 one, and no HTTP text.
         #expect(written == SOCKS5Reply.bytes(.notAllowedByRuleset))
-        #expect(S.closesClient(commands))
+        #expect(Transcript(commands).closesClient)
     }
 
     @Test func socks4IsRefusedWithARecordThatNamesTheWayOut() throws {
@@ -237,9 +238,9 @@ import Testing
         let request: [UInt8] =
             [0x04, 0x01, 0x00, 0x50, 0, 0, 0, 1, UInt8(ascii: "u"), 0] + Array("example.test".utf8) + [0]
         let commands = harness.send(.clientBytes(request))
-        #expect(S.clientWrites(commands) == [0x00, 0x5B, 0, 0, 0, 0, 0, 0])
-        #expect(S.closesClient(commands))
-        let record = try #require(S.records(commands).first)
+        #expect(Transcript(commands).clientBytes == [0x00, 0x5B, 0, 0, 0, 0, 0, 0])
+        #expect(Transcript(commands).closesClient)
+        let record = try #require(Transcript(commands).records.first)
         #expect(record.route == .socks4)
         #expect(record.result == .refused)
         #expect(record.url == "socks4://example.test:80/")
@@ -250,8 +251,8 @@ import Testing
     @Test func anHTTPClientIsUnaffected() throws {
         let harness = try Harness()
         let commands = harness.send("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
-        #expect(S.text(S.clientWrites(commands)).hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
-        #expect(S.records(commands).first?.route == .absoluteForm)
+        #expect(Transcript(commands).clientText.hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
+        #expect(Transcript(commands).records.first?.route == .absoluteForm)
     }
 }
 
@@ -317,24 +318,24 @@ import Testing
         settings.proxyCredentials = Self.alice
         let harness = try ProxySessionTests.Harness(settings: settings)
         let commands = harness.send("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
-        let response = ProxySessionTests.text(ProxySessionTests.clientWrites(commands))
+        let response = Transcript(commands).clientText
         #expect(response.hasPrefix("HTTP/1.1 407 Proxy Authentication Required\r\n"), "\(response)")
         #expect(response.contains("Proxy-Authenticate: Basic realm=\"ats-proxy\""))
-        #expect(ProxySessionTests.records(commands).first?.status == 407)
+        #expect(Transcript(commands).records.first?.status == 407)
 
         let connect = try ProxySessionTests.Harness(settings: settings)
         let refused = connect.send("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
-        #expect(ProxySessionTests.text(ProxySessionTests.clientWrites(refused)).hasPrefix("HTTP/1.1 407 "))
+        #expect(Transcript(refused).clientText.hasPrefix("HTTP/1.1 407 "))
         let authorized = try ProxySessionTests.Harness(settings: settings)
         let granted = authorized.send(
             "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nProxy-Authorization: Basic "
                 + Data("alice:s3cr:et".utf8).base64EncodedString() + "\r\n\r\n")
         #expect(
-            ProxySessionTests.text(ProxySessionTests.clientWrites(granted))
+            Transcript(granted).clientText
                 == "HTTP/1.1 200 Connection established\r\n\r\n")
 
         let info = try ProxySessionTests.Harness(settings: settings)
         let page = info.send("GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n")
-        #expect(!ProxySessionTests.text(ProxySessionTests.clientWrites(page)).hasPrefix("HTTP/1.1 407"))
+        #expect(!Transcript(page).clientText.hasPrefix("HTTP/1.1 407"))
     }
 }

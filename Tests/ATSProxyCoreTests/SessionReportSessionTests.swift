@@ -15,15 +15,17 @@ import Testing
     static func sessionRecords() throws -> [RequestRecord] {
         var records: [RequestRecord] = []
         let cleartext = try S.Harness()
-        records += S.records(
-            cleartext.send("GET http://plain.example.com/a HTTP/1.1\r\nHost: plain.example.com\r\n\r\n"))
+        records +=
+            Transcript(
+                cleartext.send("GET http://plain.example.com/a HTTP/1.1\r\nHost: plain.example.com\r\n\r\n")
+            ).records
 
         let harness = try S.Harness()
         let client = try S.establishTunnel(harness, host: "old.example.com")
         _ = client.write(Array("GET / HTTP/1.1\r\nHost: old.example.com\r\n\r\n".utf8))
         _ = harness.send(.clientBytes(client.takeOutbound()))
         let origin = try harness.originServer(host: "old.example.com", versions: .tls11...(.tls11))
-        records += S.records(S.pumpUpstream(harness, origin: origin, first: harness.send(.upstreamConnected)))
+        records += Transcript(S.pumpUpstream(harness, origin: origin, first: harness.send(.upstreamConnected))).records
         return records
     }
 

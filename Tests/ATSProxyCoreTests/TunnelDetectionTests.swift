@@ -1,5 +1,6 @@
 import ATSPolicy
 import ATSTLS
+import ATSTestSupport
 import Foundation
 import Testing
 
@@ -119,8 +120,8 @@ import Testing
 
     static func connect(_ harness: Harness, _ authority: String) -> [ProxyCommand] {
         let commands = harness.send("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n")
-        #expect(S.text(S.clientWrites(commands)) == "HTTP/1.1 200 Connection established\r\n\r\n")
-        #expect(S.connects(commands).isEmpty, "nothing is connected before the client's first bytes")
+        #expect(Transcript(commands).clientText == "HTTP/1.1 200 Connection established\r\n\r\n")
+        #expect(Transcript(commands).connects.isEmpty, "nothing is connected before the client's first bytes")
         return commands
     }
 
@@ -128,12 +129,12 @@ import Testing
         let harness = try Harness(ats: Self.allowing)
         _ = Self.connect(harness, "plain.test:8081")
         let commands = harness.send("GET /feed?x=1 HTTP/1.1\r\nHost: plain.test:8081\r\n\r\n")
-        let response = S.text(S.clientWrites(commands))
+        let response = Transcript(commands).clientText
         #expect(response.hasPrefix("HTTP/1.1 403 Forbidden\r\n"), "\(response)")
         #expect(response.contains("X-ATS-Error: -1022\r\n"))
-        #expect(S.connects(commands).isEmpty)
-        #expect(!S.closesClient(commands), "a blocked load keeps the connection, as an absolute-form one does")
-        let record = try #require(S.records(commands).first)
+        #expect(Transcript(commands).connects.isEmpty)
+        #expect(!Transcript(commands).closesClient, "a blocked load keeps the connection, as an absolute-form one does")
+        let record = try #require(Transcript(commands).records.first)
         #expect(record.result == .blockedCleartext)
         #expect(record.errorCode == -1022)
         #expect(record.url == "http://plain.test:8081/feed?x=1")
@@ -152,21 +153,21 @@ import Testing
         let harness = try Harness(ats: Self.allowing)
         _ = Self.connect(harness, "allowed.test:80")
         let first = harness.send("GET /a HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
-        #expect(S.connects(first) == ["allowed.test:80"])
-        let forwarded = S.text(S.upstreamWrites(harness.send(.upstreamConnected)))
+        #expect(Transcript(first).connects.map(\.authority) == ["allowed.test:80"])
+        let forwarded = Transcript(harness.send(.upstreamConnected)).upstreamText
         #expect(forwarded.hasPrefix("GET /a HTTP/1.1\r\n"), "\(forwarded)")
         #expect(forwarded.contains("Host: allowed.test\r\n"))
         let answer = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)))
-        #expect(S.text(S.clientWrites(answer)) == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-        let record = try #require(S.records(answer).first)
+        #expect(Transcript(answer).clientText == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        let record = try #require(Transcript(answer).records.first)
         #expect(record.result == .completed)
         #expect(record.url == "http://allowed.test/a")
         #expect(record.route == .connectHTTP)
-        #expect(!S.closesClient(answer))
+        #expect(!Transcript(answer).closesClient)
         // The next request on the same tunnel reuses the upstream.
         let second = harness.send("GET /b HTTP/1.1\r\nHost: allowed.test:80\r\n\r\n")
-        #expect(S.connects(second).isEmpty)
-        #expect(S.text(S.upstreamWrites(second)).hasPrefix("GET /b HTTP/1.1\r\n"))
+        #expect(Transcript(second).connects.isEmpty)
+        #expect(Transcript(second).upstreamText.hasPrefix("GET /b HTTP/1.1\r\n"))
     }
 
     @Test func requestsPipelinedWithTheCONNECTAreDecidedInOrder() throws {
@@ -176,26 +177,26 @@ import Testing
             "CONNECT allowed.test:8080 HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n"
                 + "GET /one HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\nGET /two HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n"
         )
-        #expect(S.text(S.clientWrites(commands)) == "HTTP/1.1 200 Connection established\r\n\r\n")
-        #expect(S.connects(commands) == ["allowed.test:8080"])
-        let first = S.text(S.upstreamWrites(harness.send(.upstreamConnected)))
+        #expect(Transcript(commands).clientText == "HTTP/1.1 200 Connection established\r\n\r\n")
+        #expect(Transcript(commands).connects.map(\.authority) == ["allowed.test:8080"])
+        let first = Transcript(harness.send(.upstreamConnected)).upstreamText
         #expect(first.hasPrefix("GET /one HTTP/1.1\r\n") && !first.contains("/two"), "\(first)")
         let answer = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1".utf8)))
-        #expect(S.records(answer).map(\.url) == ["http://allowed.test:8080/one"])
-        #expect(S.text(S.upstreamWrites(answer)).hasPrefix("GET /two HTTP/1.1\r\n"), "the second follows the first")
+        #expect(Transcript(answer).records.map(\.url) == ["http://allowed.test:8080/one"])
+        #expect(Transcript(answer).upstreamText.hasPrefix("GET /two HTTP/1.1\r\n"), "the second follows the first")
         let second = harness.send(.upstreamBytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n2".utf8)))
-        #expect(S.records(second).map(\.url) == ["http://allowed.test:8080/two"])
-        #expect(S.records(second).map(\.route) == [.connectHTTP])
-        #expect(S.text(S.clientWrites(answer) + S.clientWrites(second)).hasSuffix("\r\n\r\n2"))
+        #expect(Transcript(second).records.map(\.url) == ["http://allowed.test:8080/two"])
+        #expect(Transcript(second).records.map(\.route) == [.connectHTTP])
+        #expect(S.text(Transcript(answer).clientBytes + Transcript(second).clientBytes).hasSuffix("\r\n\r\n2"))
     }
 
     @Test func aHostNamingAnotherAuthorityInsideACleartextTunnelGets421() throws {
         let harness = try Harness(ats: Self.allowing)
         _ = Self.connect(harness, "allowed.test:80")
         let commands = harness.send("GET / HTTP/1.1\r\nHost: other.test\r\n\r\n")
-        #expect(S.text(S.clientWrites(commands)).hasPrefix("HTTP/1.1 421 Misdirected Request\r\n"))
-        #expect(S.connects(commands).isEmpty)
-        let record = try #require(S.records(commands).first)
+        #expect(Transcript(commands).clientText.hasPrefix("HTTP/1.1 421 Misdirected Request\r\n"))
+        #expect(Transcript(commands).connects.isEmpty)
+        let record = try #require(Transcript(commands).records.first)
         #expect(record.status == 421)
         #expect(record.route == .connectHTTP)
         #expect(record.rule.contains("this tunnel goes to allowed.test:80 only"), "\(record.rule)")
@@ -203,7 +204,7 @@ import Testing
         let again = try Harness(ats: Self.allowing)
         _ = Self.connect(again, "allowed.test:80")
         let https = again.send("GET https://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
-        #expect(S.text(S.clientWrites(https)).hasPrefix("HTTP/1.1 421 "))
+        #expect(Transcript(https).clientText.hasPrefix("HTTP/1.1 421 "))
     }
 
     @Test func aClientThatSendsNothingIsClosedAfterTheIdleTimeoutAndRecorded() throws {
@@ -211,10 +212,10 @@ import Testing
         settings.idleTimeout = 7
         let harness = try Harness(settings: settings)
         let connect = Self.connect(harness, "quiet.test:443")
-        #expect(connect.contains { if case .armTimer(7) = $0 { true } else { false } }, "\(connect)")
+        #expect(Transcript(connect).armedTimers.contains(7), "\(connect)")
         let fired = harness.send(.timerFired)
-        #expect(S.closesClient(fired))
-        let record = try #require(S.records(fired).first)
+        #expect(Transcript(fired).closesClient)
+        let record = try #require(Transcript(fired).records.first)
         #expect(record.method == "CONNECT")
         #expect(record.result == .failed)
         #expect(record.route == .connectRaw)
@@ -228,12 +229,12 @@ import Testing
         let harness = try Harness(settings: settings)
         _ = Self.connect(harness, "slow.test:443")
         let partial = harness.send("GET /")
-        #expect(partial.contains { if case .armTimer(3) = $0 { true } else { false } }, "\(partial)")
+        #expect(Transcript(partial).armedTimers.contains(3), "\(partial)")
         let more = harness.send("x")
-        #expect(!more.contains { if case .armTimer = $0 { true } else { false } }, "the header timer is not restarted")
+        #expect(Transcript(more).armedTimers.isEmpty, "the header timer is not restarted")
         let fired = harness.send(.timerFired)
-        #expect(S.closesClient(fired))
-        let record = try #require(S.records(fired).first)
+        #expect(Transcript(fired).closesClient)
+        let record = try #require(Transcript(fired).records.first)
         #expect(record.rule.hasPrefix("the client sent 6 bytes that were neither TLS nor HTTP yet"), "\(record.rule)")
     }
 
@@ -241,10 +242,10 @@ import Testing
         let harness = try Harness(ats: Self.allowing)
         _ = Self.connect(harness, "allowed.test:22")
         let commands = harness.send("SSH-2.0-OpenSSH_9.2\r\n")
-        #expect(S.closesClient(commands))
-        #expect(S.connects(commands).isEmpty)
-        #expect(S.clientWrites(commands).isEmpty, "no HTTP answer to a client that speaks none")
-        let record = try #require(S.records(commands).first)
+        #expect(Transcript(commands).closesClient)
+        #expect(Transcript(commands).connects.isEmpty)
+        #expect(Transcript(commands).clientBytes.isEmpty, "no HTTP answer to a client that speaks none")
+        let record = try #require(Transcript(commands).records.first)
         #expect(record.route == .connectRaw)
         #expect(record.result == .failed)
         #expect(record.rule.hasPrefix("not TLS, not HTTP: first bytes 53 53 48"), "\(record.rule)")
@@ -258,25 +259,25 @@ import Testing
         let harness = try Harness(ats: Self.allowing, settings: settings)
         _ = Self.connect(harness, "allowed.test:22")
         let first = harness.send("SSH-2.0-x\r\n")
-        #expect(S.connects(first) == ["allowed.test:22"])
+        #expect(Transcript(first).connects.map(\.authority) == ["allowed.test:22"])
         let open = harness.send(.upstreamConnected)
-        #expect(S.text(S.upstreamWrites(open)) == "SSH-2.0-x\r\n")
-        #expect(S.clientWrites(open).isEmpty, "the CONNECT was answered once, before detection")
-        let record = try #require(S.records(open).first)
+        #expect(Transcript(open).upstreamText == "SSH-2.0-x\r\n")
+        #expect(Transcript(open).clientBytes.isEmpty, "the CONNECT was answered once, before detection")
+        let record = try #require(Transcript(open).records.first)
         #expect(record.route == .connectRaw)
         #expect(record.result == .completed)
         #expect(record.rule.contains("relayed raw (--tunnel-unknown relay"), "\(record.rule)")
         let back = harness.send(.upstreamBytes(Array("SSH-2.0-y\r\n".utf8)))
-        #expect(S.text(S.clientWrites(back)) == "SSH-2.0-y\r\n")
-        #expect(S.text(S.upstreamWrites(harness.send("more"))) == "more")
+        #expect(Transcript(back).clientText == "SSH-2.0-y\r\n")
+        #expect(Transcript(harness.send("more")).upstreamText == "more")
 
         // A host ATS keeps on TLS gets no raw relay.
         let blocked = try Harness(ats: Self.allowing, settings: settings)
         _ = Self.connect(blocked, "example.com:22")
         let refused = blocked.send("SSH-2.0-x\r\n")
-        #expect(S.connects(refused).isEmpty)
-        #expect(S.closesClient(refused))
-        let refusal = try #require(S.records(refused).first)
+        #expect(Transcript(refused).connects.isEmpty)
+        #expect(Transcript(refused).closesClient)
+        let refusal = try #require(Transcript(refused).records.first)
         #expect(refusal.rule.contains("refused: ATS does not allow cleartext to example.com"), "\(refusal.rule)")
     }
 
@@ -297,12 +298,12 @@ import Testing
                 reply += harness.send(.clientBytes(Array(flight[index..<min(index + 3, flight.count)])))
                 index += 3
             }
-            client.receive(S.clientWrites(reply))
+            client.receive(Transcript(reply).clientBytes)
         }
         #expect(client.state == .established)
         #expect(client.write(Array("GET /x HTTP/1.1\r\nHost: api.example.com\r\n\r\n".utf8)) > 0)
         let request = harness.send(.clientBytes(client.takeOutbound()))
-        #expect(S.connects(request) == ["api.example.com:443"])
+        #expect(Transcript(request).connects.map(\.authority) == ["api.example.com:443"])
     }
 
     @Test func aClientThatClosesAfterAFewUndecidedBytesIsRecorded() throws {
@@ -310,15 +311,15 @@ import Testing
         _ = Self.connect(harness, "api.example.com:443")
         _ = harness.send("GE")
         let closed = harness.send(.clientEOF)
-        #expect(S.closesClient(closed))
-        let record = try #require(S.records(closed).first)
+        #expect(Transcript(closed).closesClient)
+        let record = try #require(Transcript(closed).records.first)
         #expect(record.route == .connectRaw)
         #expect(record.rule.hasPrefix("not TLS, not HTTP: the client closed its side after 2 bytes"))
         // Nothing at all: closed quietly, as an abandoned handshake always was.
         let quiet = try Harness()
         _ = Self.connect(quiet, "api.example.com:443")
         let nothing = quiet.send(.clientEOF)
-        #expect(S.closesClient(nothing))
-        #expect(S.records(nothing).isEmpty)
+        #expect(Transcript(nothing).closesClient)
+        #expect(Transcript(nothing).records.isEmpty)
     }
 }
