@@ -177,7 +177,7 @@ let package = Package(
     ]
 )
 
-/// libFuzzer targets (see Fuzzing/README.md): declared only when `scripts/fuzz` builds them (ATS_PROXY_FUZZ=1,
+/// libFuzzer targets (see scripts/fuzz and the README's "Fuzzing and sanitizers"): declared only when `scripts/fuzz` builds them (ATS_PROXY_FUZZ=1,
 /// its own scratch path), so `swift build` and `swift test` never see them. Each is an executable whose entry
 /// point is `LLVMFuzzerTestOneInput`; libFuzzer supplies `main`.
 if Context.environment["ATS_PROXY_FUZZ"] == "1" {

@@ -394,7 +394,8 @@ final class ProxyConnectionDriver: TCPConnectionHandler, UpstreamChannelOwner, @
             connection.start()
             reportPeer(lane: id, connection.remoteAddress)
             run(lane: id, .upstreamConnected)
-            if !remaining.isEmpty { run(lane: id, .upstreamBytes(remaining)) }
+            // Only while the lane still holds this connection: its session may have let go of it on `connected`.
+            if !remaining.isEmpty, lanes[id]?.upstream === connection { run(lane: id, .upstreamBytes(remaining)) }
         case .failure(let error):
             settleOpening(lane)
             run(lane: id, .upstreamConnectFailed(error.failure))

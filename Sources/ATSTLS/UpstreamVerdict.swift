@@ -47,10 +47,7 @@ public struct UpstreamVerdict: Sendable {
     }
 
     /// `[3:-9802]`.
-    public var streamPair: String? {
-        guard let streamDomain, let streamCode else { return nil }
-        return "[\(streamDomain):\(streamCode)]"
-    }
+    public var streamPair: String? { streamError.map { "[\($0)]" } }
 
     /// The rule in plain words (the reasons, joined), with the probe's finding when there is one.
     public var rule: String {

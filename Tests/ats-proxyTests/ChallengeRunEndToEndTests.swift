@@ -17,7 +17,7 @@ import Testing
 /// rsa1024): a pass each. Without verification (`curl -k`, Python's CERT_NONE) they accept and get the proxy's
 /// 502: a finding each. TLS 1.0 is refused by curl at OpenSSL's default security level for OpenSSL's own reasons,
 /// and by `--tlsv1.2` for the version. The three kinds only Apple's stack refuses (no-san, overlong-validity,
-/// static-rsa) are covered against curl and Python in ATSTLSTests' ChallengeEndToEndTests.
+/// static-rsa) are covered against curl and Python in ATSAppTrustTests' ChallengeEndToEndTests.
 @Suite("run/exec --challenge end to end", .serialized)
 struct ChallengeRunEndToEndTests {
     /// The kinds curl and Python (OpenSSL) refuse with verification on.

@@ -31,6 +31,9 @@ extension ExchangeLeg {
                 upstream = .handshaking(key, tls)
                 continueUpstreamHandshake(key, tls, [])
             } catch {
+                // The connection is up but unusable: let go of it, so nothing it sends reaches this leg.
+                upstream = .none
+                commands.append(.closeUpstream)
                 let verdict = UpstreamVerdict.failed(
                     .transport(.other("cannot create the upstream TLS engine: \(error)")),
                     requirements: requirements, url: exchange?.url ?? "", host: key.host)
@@ -44,6 +47,9 @@ extension ExchangeLeg {
         }
     }
 
+    /// The upstream connection the leg asked for could not be made: the exchange fails with the transport error a
+    /// device would report (an upstream proxy's failure keeps its own code). Only while `.connecting`; otherwise
+    /// the report is stale (the leg already let go of that attempt) and is ignored.
     mutating func upstreamConnectFailed(_ failure: UpstreamConnectFailure) {
         guard case .connecting(let key) = upstream else { return }
         upstream = .none

@@ -1,7 +1,7 @@
 import ATSHTTP2
 
-/// Request side of `UpstreamH2Link`: request parts sent on a channel become
-/// HTTP/2 streams (head → HEADERS, body → DATA, trailers → trailing HEADERS, message end → END_STREAM). Runs on the link owner's thread.
+/// Request side of `UpstreamH2Link`: request parts sent on a channel become HTTP/2 streams (head → HEADERS,
+/// body → DATA, trailers → trailing HEADERS, message end → END_STREAM). Runs on the link owner's thread.
 extension UpstreamH2Link {
     /// The body of the 502 answered to requests HTTP/2 cannot carry (Upgrade, CONNECT).
     static let upgradeRefusalBody = Array(

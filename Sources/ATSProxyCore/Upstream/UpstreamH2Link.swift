@@ -9,7 +9,8 @@ import ATSTLS
 /// vocabulary, `HTTPPart`, whose heads carry no wire text) and receives the response as `.channelParts`: a head
 /// (interim heads alone, the final one with its framing), body pieces, trailers and a message end. No HTTP/1.1 text
 /// is written or parsed on this path, and a channel holds no HTTP/1.1 codec state. Each request becomes a new
-/// HTTP/2 stream; a session sends the next request head only once its channel's exchange is over. All HTTP/2 is `ATSHTTP2.HTTP2Session`'s (role `.client`); this type only maps and routes.
+/// HTTP/2 stream; a session sends the next request head only once its channel's exchange is over. All HTTP/2 is
+/// `ATSHTTP2.HTTP2Session`'s (role `.client`); this type only maps and routes.
 ///
 /// Flow control: the session advertises a 256 KiB per-stream and a 1 MiB connection receive window
 /// (`defaultConfiguration`). Response DATA is acknowledged (`consume`) as soon as it is handed out in
