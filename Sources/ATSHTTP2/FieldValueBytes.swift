@@ -45,23 +45,71 @@ public enum FieldValueBytes {
         }
     }
 
-    /// Decodes valid UTF-8 sequences as UTF-8 and escapes every byte that is not part of one (the rare path:
-    /// a fresh decoder at each position, so an invalid byte never swallows the bytes after it).
+    /// Copies valid UTF-8 sequences as they are and escapes every byte that is not part of one (the rare path,
+    /// but the one fuzzed and attacked inputs take): at each position, a well-formed sequence starting there is
+    /// kept whole, otherwise that one byte is escaped, so an invalid byte never swallows the bytes after it.
+    /// One pass that copies runs of valid bytes in bulk into one buffer, then one `String`; O(n).
     private static func escapedString<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
-        let all = Array(bytes)
-        var scalars = String.UnicodeScalarView()
+        if let text = bytes.withContiguousStorageIfAvailable(escapedString) { return text }
+        return Array(bytes).withUnsafeBufferPointer(escapedString)
+    }
+
+    /// `escapedString` over contiguous bytes.
+    private static func escapedString(_ source: UnsafeBufferPointer<UInt8>) -> String {
+        var utf8: [UInt8] = []
+        utf8.reserveCapacity(source.count * 2)
         var index = 0
-        while index < all.count {
-            var decoder = UTF8()
-            var iterator = all[index...].makeIterator()
-            if case .scalarValue(let scalar) = decoder.decode(&iterator) {
-                scalars.append(scalar)
-                index += UTF8.width(scalar)
-            } else {
-                scalars.append(Unicode.Scalar(escapeBase + UInt32(all[index]))!)
-                index += 1
+        var runStart = 0
+        while index < source.count {
+            let width = wellFormedWidth(source, at: index)
+            if width > 0 {
+                index += width
+                continue
             }
+            utf8.append(contentsOf: UnsafeBufferPointer(rebasing: source[runStart..<index]))
+            // U+10FF80…U+10FFFF in UTF-8: F4 8F, then 10111110 or 10111111, then 10 and the byte's low six bits.
+            let byte = source[index]
+            utf8.append(0xF4)
+            utf8.append(0x8F)
+            utf8.append(byte < 0xC0 ? 0xBE : 0xBF)
+            utf8.append(0x80 | (byte & 0x3F))
+            index += 1
+            runStart = index
         }
-        return String(scalars)
+        utf8.append(contentsOf: UnsafeBufferPointer(rebasing: source[runStart..<index]))
+        return String(decoding: utf8, as: UTF8.self)
+    }
+
+    /// The length of the well-formed UTF-8 sequence starting at `index` (Unicode's table 3-7: no overlong forms,
+    /// no surrogates, nothing past U+10FFFF), or 0 when none starts there.
+    static func wellFormedWidth(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> Int {
+        let lead = bytes[index]
+        if lead < 0x80 { return 1 }
+        /// Whether the byte `offset` after the lead exists and lies in `range`.
+        func continuation(_ offset: Int, _ range: ClosedRange<UInt8> = 0x80...0xBF) -> Bool {
+            index + offset < bytes.count && range.contains(bytes[index + offset])
+        }
+        switch lead {
+        case 0xC2...0xDF:
+            return continuation(1) ? 2 : 0
+        case 0xE0...0xEF:
+            let second: ClosedRange<UInt8> =
+                switch lead {
+                case 0xE0: 0xA0...0xBF
+                case 0xED: 0x80...0x9F
+                default: 0x80...0xBF
+                }
+            return continuation(1, second) && continuation(2) ? 3 : 0
+        case 0xF0...0xF4:
+            let second: ClosedRange<UInt8> =
+                switch lead {
+                case 0xF0: 0x90...0xBF
+                case 0xF4: 0x80...0x8F
+                default: 0x80...0xBF
+                }
+            return continuation(1, second) && continuation(2) && continuation(3) ? 4 : 0
+        default:
+            return 0
+        }
     }
 }

@@ -52,6 +52,38 @@ import Testing
         #expect(sawValidMultiByte, "the generator never formed a valid multi-byte sequence")
     }
 
+    /// The one-pass escaper agrees with the definition it implements, written the slow way with Swift's own UTF-8
+    /// decoder: at each position a valid scalar is kept, otherwise one byte is escaped. Lead bytes C0–FF with every
+    /// kind of continuation (overlong, surrogate, past U+10FFFF, truncated) are drawn often.
+    @Test func theEscaperAgreesWithSwiftsDecoderOnEveryPosition() {
+        func reference(_ bytes: [UInt8]) -> String {
+            var scalars = String.UnicodeScalarView()
+            var index = 0
+            while index < bytes.count {
+                var decoder = UTF8()
+                var iterator = bytes[index...].makeIterator()
+                if case .scalarValue(let scalar) = decoder.decode(&iterator) {
+                    scalars.append(scalar)
+                    index += UTF8.width(scalar)
+                } else {
+                    scalars.append(Unicode.Scalar(0x10_FF00 + UInt32(bytes[index]))!)
+                    index += 1
+                }
+            }
+            return String(scalars)
+        }
+        var generator = SplitMix(state: 7)
+        let interesting: [UInt8] = [
+            0x41, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xED,
+            0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF,
+        ]
+        for _ in 0..<5_000 {
+            let count = Int(generator.next() % 12)
+            let bytes = (0..<count).map { _ in interesting[Int(generator.next() % UInt64(interesting.count))] }
+            #expect(FieldValueBytes.string(from: bytes) == reference(bytes), "\(bytes)")
+        }
+    }
+
     @Test func anHTTP1HeadKeepsAnObsTextByteFromParserToSerializer() throws {
         let head = Array("HTTP/1.1 200 OK\r\nX-Latin1: caf".utf8) + [0xE9] + Array("\r\nContent-Length: 0\r\n\r\n".utf8)
         var parser = HTTP1Parser(role: .response)

@@ -16,7 +16,7 @@ public func fuzzHTTP1RequestMain(_ argc: Int32, _ argv: UnsafeMutablePointer<Uns
 
 /// The HTTP/1.1 request parser with its body framing (Content-Length, chunked with extensions and trailers,
 /// pipelining, CONNECT). Invariants:
-/// 1. the same bytes give the same messages whole, one byte at a time (up to 1 KiB; in a longer input, a 1 KiB window
+/// 1. the same bytes give the same messages whole, one byte at a time (up to 256 bytes; in a longer input, a 256-byte window
 ///    placed at random), and cut at random places;
 /// 2. the event grammar holds (head, body, trailers only for chunked, end; nothing after a failure or upgrade;
 ///    a Content-Length body is exactly that long; no empty body pieces);
@@ -31,7 +31,7 @@ enum HTTP1RequestFuzz {
         var random = FuzzRandom(seed: input)
         let cuts = random.cuts(count: input.count)
         let bytewise = HTTP1Drive(
-            role: .request, pieces: input.bytewisePieces(limit: 1024, using: &random), closeAtEnd: true)
+            role: .request, pieces: input.bytewisePieces(limit: 256, using: &random), closeAtEnd: true)
         FuzzCheck.require(
             bytewise == whole, "byte-at-a-time parse differs: \(bytewise) vs \(whole) for \(FuzzCheck.describe(input))")
         let split = HTTP1Drive(role: .request, pieces: input.pieces(at: cuts), closeAtEnd: true)

@@ -19,7 +19,7 @@ public func fuzzHTTP1ResponseMain(_ argc: Int32, _ argv: UnsafeMutablePointer<Un
 
 /// The HTTP/1.1 response parser as the proxy uses it upstream (HEAD/CONNECT framing, 1xx, 204/304, chunked with
 /// trailers, read-until-close, pipelined answers). Invariants:
-/// 1. the same bytes give the same messages whole, one byte at a time (up to 1 KiB; in a longer input, a 1 KiB window
+/// 1. the same bytes give the same messages whole, one byte at a time (up to 256 bytes; in a longer input, a 256-byte window
 ///    placed at random), and cut at random places;
 /// 2. the event grammar holds (as for requests; interim responses end without a body);
 /// 3. every complete response, written back with `HTTP1Serializer` and `HTTP1BodyWriter`, parses to itself;
@@ -40,7 +40,7 @@ enum HTTP1ResponseFuzz {
         var random = FuzzRandom(seed: input)
         let cuts = random.cuts(count: bytes.count)
         let bytewise = HTTP1Drive(
-            role: .response, methods: methods, pieces: bytes.bytewisePieces(limit: 1024, using: &random),
+            role: .response, methods: methods, pieces: bytes.bytewisePieces(limit: 256, using: &random),
             closeAtEnd: true)
         FuzzCheck.require(bytewise == whole, "byte-at-a-time parse differs: \(bytewise) vs \(whole)")
         let split = HTTP1Drive(role: .response, methods: methods, pieces: bytes.pieces(at: cuts), closeAtEnd: true)
