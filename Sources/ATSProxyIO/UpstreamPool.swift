@@ -288,7 +288,7 @@ final class UpstreamLinkDriver: TCPConnectionHandler, @unchecked Sendable {
         self.entry = entry
         self.pool = pool
         channelLease = UpstreamLease(
-            key: lease.key, tls: nil, facts: lease.facts, protocolName: "h2", shareable: lease.shareable)
+            key: lease.key, tls: nil, facts: lease.facts, wire: .h2, shareable: lease.shareable)
         link = try UpstreamH2Link(tls: lease.tls)
     }
 

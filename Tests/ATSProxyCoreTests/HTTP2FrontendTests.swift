@@ -284,7 +284,7 @@ import Testing
         /// Answers the lane's connectUpstream with a pooled connection (plaintext from then on) or an HTTP/2 channel.
         @discardableResult
         func reuse(lane: Int32, _ lease: UpstreamLease) -> [ProxyCommand] {
-            upstream(lane).mode = lease.protocolName == "h2" ? .channel : .plaintext
+            upstream(lane).mode = lease.wire == .h2 ? .channel : .plaintext
             return send(.stream(lane, .upstreamReused(lease)))
         }
 
@@ -1060,7 +1060,7 @@ extension HTTP2FrontendTests {
         let (stream, opened) = try harness.request("/pooled")
         let key = try #require(Transcript(opened).laneConnects.first?.reuse)
         let lease = UpstreamLease(
-            key: key, tls: nil, facts: ["version": "TLSv1.3"], protocolName: "h2", shareable: true)
+            key: key, tls: nil, facts: ["version": "TLSv1.3"], wire: .h2, shareable: true)
         let handed = harness.reuse(lane: 1, lease)
         #expect(Transcript(handed).laneConnects.isEmpty)
         #expect(Transcript(handed).lane(1).upstreamBytes.isEmpty, "no HTTP/1.1 text on a channel")
@@ -1081,7 +1081,7 @@ extension HTTP2FrontendTests {
         #expect(released.count == 1)
         let returned = try #require(released.first)
         #expect(returned.key == key && returned.tls == nil && returned.facts == ["version": "TLSv1.3"])
-        #expect(returned.protocolName == "h2" && returned.shareable)
+        #expect(returned.wire == .h2 && returned.shareable)
         #expect(Transcript(gone).records.isEmpty)
     }
 
@@ -1097,7 +1097,7 @@ extension HTTP2FrontendTests {
         }
         #expect(promotions.count == 1)
         let (index, lease) = try #require(promotions.first)
-        #expect(lease.key == key && lease.protocolName == "h2" && lease.shareable)
+        #expect(lease.key == key && lease.wire == .h2 && lease.shareable)
         let tls = try #require(lease.tls)
         #expect(tls.state == .established && tls.negotiatedALPN == "h2")
         #expect(lease.facts?["version"] == "TLSv1.3")
@@ -1129,7 +1129,7 @@ extension HTTP2FrontendTests {
         let key = try #require(Transcript(opened).laneConnects.first?.reuse)
         #expect(!key.http1Only)
         harness.reuse(
-            lane: 1, UpstreamLease(key: key, tls: nil, facts: ["alpn": "h2"], protocolName: "h2", shareable: true))
+            lane: 1, UpstreamLease(key: key, tls: nil, facts: ["alpn": "h2"], wire: .h2, shareable: true))
 
         let refused = harness.send(.stream(1, .upstreamRequiresHTTP11))
         var http1Key = key

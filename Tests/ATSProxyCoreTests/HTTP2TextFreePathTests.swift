@@ -96,7 +96,7 @@ struct HTTP2TextFreePathTests {
             let key = try #require(Transcript(opened).laneConnects.first?.reuse)
             harness.upstream(1).writesDownParts = false
             harness.reuse(
-                lane: 1, UpstreamLease(key: key, tls: nil, facts: ["alpn": "h2"], protocolName: "h2", shareable: true))
+                lane: 1, UpstreamLease(key: key, tls: nil, facts: ["alpn": "h2"], wire: .h2, shareable: true))
             let done = try Self.exchange(harness, through: origin, status: 201, body: "pong")
             let view = harness.stream(stream)
             #expect(view.shape == "HDE" && view.text == "pong")
@@ -124,7 +124,7 @@ struct HTTP2TextFreePathTests {
             harness.reuse(
                 lane: 1,
                 UpstreamLease(
-                    key: key, tls: nil, facts: ["alpn": "http/1.1"], protocolName: "http/1.1", shareable: true))
+                    key: key, tls: nil, facts: ["alpn": "http/1.1"], wire: .http1, shareable: true))
             harness.respond(lane: 1, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
             #expect(harness.stream(stream).text == "ok")
         }

@@ -48,7 +48,7 @@ import Testing
         _ = harness.send(.upstreamPeer("::1"))
         _ = harness.send(
             .upstreamReused(
-                UpstreamLease(key: key, tls: nil, facts: nil, protocolName: "http/1.1", shareable: true)))
+                UpstreamLease(key: key, tls: nil, facts: nil, wire: .http1, shareable: true)))
         let pooled = try #require(Transcript(harness.send(Self.ok)).records.first)
         #expect(pooled.url.hasSuffix("/pooled") && pooled.serverAddress == "::1")
     }

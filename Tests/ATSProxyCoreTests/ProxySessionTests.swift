@@ -646,12 +646,12 @@ import Testing
 extension ProxySessionTests {
     /// A channel of a shared HTTP/2 link for `key`, as the pool hands it over.
     static func h2Channel(_ key: UpstreamKey) -> UpstreamLease {
-        UpstreamLease(key: key, tls: nil, facts: ["alpn": "h2"], protocolName: "h2", shareable: true)
+        UpstreamLease(key: key, tls: nil, facts: ["alpn": "h2"], wire: .h2, shareable: true)
     }
 
     /// A parked HTTP/1.1 connection for `key`, as the pool hands it over (plaintext from then on).
     static func http1Connection(_ key: UpstreamKey) -> UpstreamLease {
-        UpstreamLease(key: key, tls: nil, facts: ["alpn": "http/1.1"], protocolName: "http/1.1", shareable: true)
+        UpstreamLease(key: key, tls: nil, facts: ["alpn": "http/1.1"], wire: .http1, shareable: true)
     }
 
     /// The request parts the session sent on its HTTP/2 channel, written down as the HTTP/1.1 text they stand for.

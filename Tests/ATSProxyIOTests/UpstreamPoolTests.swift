@@ -32,7 +32,7 @@ import Testing
     static func lease(_ host: String) -> UpstreamLease {
         UpstreamLease(
             key: UpstreamKey(host: host, port: 443, requirements: nil, permissive: false), tls: nil, facts: nil,
-            protocolName: "http/1.1", shareable: true)
+            wire: .http1, shareable: true)
     }
 
     /// Runs `body` on `loop` and waits for it.

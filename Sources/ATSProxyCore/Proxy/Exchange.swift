@@ -24,8 +24,9 @@ final class Exchange {
     /// Where the exchange stands (both halves): the only record of its progress.
     var state: ExchangeState
     var clientKeepAlive: Bool
-    /// Frames the request body for an HTTP/1.1 upstream (a fresh one for each upstream the request is sent to).
-    var requestWriter: HTTP1BodyWriter
+    /// Writes the request as HTTP/1.1 text for an HTTP/1.1 upstream (a fresh one for each upstream the request is
+    /// sent to; unused when the upstream is an HTTP/2 channel).
+    var requestEncoder: HTTP1RequestEncoder
     /// How the client framed the request body: the framing of the request head part sent upstream.
     var requestFraming: HTTPBodyFraming = .none
     /// Request body bytes passed on so far (checked against a declared Content-Length).
@@ -81,7 +82,7 @@ final class Exchange {
         number: Int, start: Date, method: String, url: String, target: RequestTarget, decision: ATSDecision,
         policy: PolicyStore.Snapshot, source: RequestSource, requestHeaders: HTTPFields, state: ExchangeState,
         clientKeepAlive: Bool,
-        requestWriter: HTTP1BodyWriter, rule: String
+        requestEncoder: HTTP1RequestEncoder, rule: String
     ) {
         self.number = number
         self.start = start
@@ -94,7 +95,7 @@ final class Exchange {
         self.requestHeaders = requestHeaders
         self.state = state
         self.clientKeepAlive = clientKeepAlive
-        self.requestWriter = requestWriter
+        self.requestEncoder = requestEncoder
         self.rule = rule
     }
 

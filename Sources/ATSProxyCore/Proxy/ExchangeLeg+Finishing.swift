@@ -129,7 +129,7 @@ extension ExchangeLeg {
                 commands.append(
                     .releaseUpstream(
                         UpstreamLease(
-                            key: key, tls: tls, facts: upstreamFacts, protocolName: upstreamProtocol, shareable: true)))
+                            key: key, tls: tls, facts: upstreamFacts, wire: upstreamWire, shareable: true)))
             } else {
                 commands.append(.closeUpstream)
             }

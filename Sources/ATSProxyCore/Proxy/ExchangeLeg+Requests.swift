@@ -33,7 +33,7 @@ extension ExchangeLeg {
             number: request.number, start: now, method: head.method, url: request.url, target: request.target,
             decision: decision, policy: policy, source: source, requestHeaders: head.headers,
             state: .forwarding(request: .receiving, response: .awaitingResponse),
-            clientKeepAlive: request.clientKeepAlive, requestWriter: HTTP1BodyWriter(framing: request.framing),
+            clientKeepAlive: request.clientKeepAlive, requestEncoder: HTTP1RequestEncoder(framing: request.framing),
             rule: decision.ruleSummary)
         exchange.requestFraming = request.framing
         exchange.isUpgradeRequest =
@@ -116,7 +116,7 @@ extension ExchangeLeg {
             number: original.number, start: original.start, method: original.method, url: url, target: target,
             decision: decision, policy: policy, source: original.source, requestHeaders: original.requestHeaders,
             state: .forwarding(request: .receiving, response: .awaitingResponse),
-            clientKeepAlive: original.clientKeepAlive, requestWriter: original.requestWriter,
+            clientKeepAlive: original.clientKeepAlive, requestEncoder: original.requestEncoder,
             rule: "cleartext \(original.url) upgraded to https:// (--cleartext upgrade); \(decision.ruleSummary)")
         exchange.isUpgradeRequest = original.isUpgradeRequest
         exchange.requestFraming = original.requestFraming
@@ -194,7 +194,7 @@ extension ExchangeLeg {
         upstream = .connecting(key)
         upstreamFacts = nil
         upstreamAddress = nil
-        upstreamProtocol = "http/1.1"
+        upstreamWire = .http1
         upstreamShareable = false
         upstreamIdle = false
         exchange?.timings.connectStart = now
@@ -211,7 +211,7 @@ extension ExchangeLeg {
         }
         upstream = .ready(key, lease.tls)
         upstreamFacts = lease.facts
-        upstreamProtocol = lease.protocolName
+        upstreamWire = lease.wire
         upstreamShareable = lease.shareable
         exchange?.tls = lease.facts
         exchange?.onReusedUpstream = true

@@ -174,11 +174,11 @@ extension ExchangeLeg {
             if tls.negotiatedALPN == "h2" {
                 // The leg hands its request parts to a channel; a shared link of the loop's pool speaks h2 for it.
                 upstream = .ready(key, nil)
-                upstreamProtocol = "h2"
+                upstreamWire = .h2
                 commands.append(
                     .promoteUpstream(
                         UpstreamLease(
-                            key: key, tls: tls, facts: upstreamFacts, protocolName: "h2",
+                            key: key, tls: tls, facts: upstreamFacts, wire: .h2,
                             shareable: upstreamShareable)))
                 flushPendingUpstream()
                 return
@@ -267,8 +267,8 @@ extension ExchangeLeg {
         exchange.onReusedUpstream = false
         exchange.retried = true
         exchange.state.resent()
-        // Only requests without a body are sent again: a fresh writer frames the (empty) body on the new upstream.
-        exchange.requestWriter = HTTP1BodyWriter(framing: .none)
+        // Only requests without a body are sent again: a fresh encoder frames the (empty) body on the new upstream.
+        exchange.requestEncoder = HTTP1RequestEncoder(framing: .none)
         pendingUpstream = []
         pendingParts = []
         openUpstream(key, reusable: reusable)

@@ -77,18 +77,20 @@ extension ExchangeLeg {
 
     /// Whether the upstream is a channel of a shared HTTP/2 link: it takes request parts as they are.
     var upstreamIsChannel: Bool {
-        if case .ready = upstream, upstreamProtocol == "h2" { return true }
+        if case .ready = upstream, upstreamWire == .h2 { return true }
         return false
     }
 
-    /// One part of the current exchange's request, for the upstream: held until the upstream is ready, then handed
-    /// to an HTTP/2 channel as it is (consecutive parts in one command) or written as HTTP/1.1 text (the only place
-    /// the request side writes HTTP/1.1).
+    /// One part of the current exchange's request, for the upstream: held until the upstream is ready, then
+    /// encoded by the upstream's wire: handed to an HTTP/2 channel as it is (consecutive parts in one command), or
+    /// written as HTTP/1.1 text by the exchange's `HTTP1RequestEncoder`.
     mutating func sendRequestPart(_ part: HTTPPart) {
-        switch upstream {
-        case .none, .connecting, .handshaking:
+        guard case .ready = upstream else {
             pendingParts.append(part)
-        case .ready where upstreamProtocol == "h2":
+            return
+        }
+        switch upstreamWire {
+        case .h2:
             if case .sendToUpstreamChannel(var parts)? = commands.last {
                 commands.removeLast()
                 parts.append(part)
@@ -96,28 +98,10 @@ extension ExchangeLeg {
             } else {
                 commands.append(.sendToUpstreamChannel([part]))
             }
-        case .ready:
+        case .http1:
             guard let exchange else { return }
             var bytes: [UInt8] = []
-            switch part {
-            case .request(var head, let framing):
-                if framing == .chunked && !head.headers.contains("Transfer-Encoding") {
-                    // A body of unknown length from an HTTP/2 client: HTTP/1.1 frames it with chunked coding.
-                    head.headers.append(name: "Transfer-Encoding", value: "chunked")
-                }
-                HTTP1Serializer.writeRequestHead(head, into: &bytes)
-            case .body(let slice):
-                try? exchange.requestWriter.write(slice, into: &bytes)
-            case .trailers(let trailers):
-                guard !exchange.requestWriter.isFinished else { return }
-                try? exchange.requestWriter.finish(trailers: trailers, into: &bytes)
-            case .messageEnd:
-                // After trailers the writer is finished already: the end adds nothing to HTTP/1.1 text.
-                guard !exchange.requestWriter.isFinished else { return }
-                try? exchange.requestWriter.finish(trailers: [:], into: &bytes)
-            case .response, .upgraded, .failed:
-                preconditionFailure("sendRequestPart: \(part) is not a request part")
-            }
+            exchange.requestEncoder.encode(part, into: &bytes)
             sendToUpstream(bytes)
         }
     }

@@ -110,8 +110,8 @@ struct ExchangeLeg {
     var upstreamFacts: [String: String]?
     /// The peer IP address of the current upstream connection (`ProxyEvent.upstreamPeer`).
     var upstreamAddress: String?
-    /// `http/1.1`, or `h2` when the upstream is a channel of a shared HTTP/2 link.
-    var upstreamProtocol = "http/1.1"
+    /// What the current upstream speaks: how request parts are encoded for it once it is ready.
+    var upstreamWire = UpstreamWire.http1
     /// Whether the current upstream may go back to the loop's pool when the leg is done with it.
     var upstreamShareable = false
     /// The current upstream is ready and carries no exchange.

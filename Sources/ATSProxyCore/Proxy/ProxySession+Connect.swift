@@ -60,7 +60,7 @@ extension ProxySession {
                 number: requestCount + 1, start: now, method: "CONNECT", url: url, target: target, decision: decision,
                 policy: policy,
                 source: source, requestHeaders: head.headers, state: .probing, clientKeepAlive: false,
-                requestWriter: HTTP1BodyWriter(framing: .none),
+                requestEncoder: HTTP1RequestEncoder(framing: .none),
                 rule: "passthrough tunnel (\(decision.requirements.pins != nil ? "pinned domain" : "--passthrough"))")
             exchange.requirements = decision.requirements
             let key = UpstreamKey(

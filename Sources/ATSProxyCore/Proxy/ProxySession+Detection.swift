@@ -105,7 +105,7 @@ extension ProxySession {
             let exchange = Exchange(
                 number: requestCount + 1, start: detection.start, method: "CONNECT", url: url, target: tunnel.target,
                 decision: decision, policy: policy, source: detection.source, requestHeaders: HTTPFields(),
-                state: .probing, clientKeepAlive: false, requestWriter: HTTP1BodyWriter(framing: .none),
+                state: .probing, clientKeepAlive: false, requestEncoder: HTTP1RequestEncoder(framing: .none),
                 rule: "\(seen); relayed raw (--tunnel-unknown relay; \(decision.ruleSummary))")
             role = .rawTunnel
             phase = .tunnel

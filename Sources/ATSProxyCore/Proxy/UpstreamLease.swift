@@ -33,17 +33,16 @@ public final class UpstreamLease: @unchecked Sendable {
     public let tls: TLSConnection?
     /// TLS facts of the handshake that established the connection (nil for cleartext).
     public let facts: [String: String]?
-    /// `http/1.1` or `h2`.
-    public let protocolName: String
+    /// What the connection speaks: HTTP/1.1, or h2 for a channel of a shared link.
+    public let wire: UpstreamWire
     /// Whether other sessions may share it (false for connections whose ATS violations were only reported).
     public let shareable: Bool
 
-    public init(key: UpstreamKey, tls: TLSConnection?, facts: [String: String]?, protocolName: String, shareable: Bool)
-    {
+    public init(key: UpstreamKey, tls: TLSConnection?, facts: [String: String]?, wire: UpstreamWire, shareable: Bool) {
         self.key = key
         self.tls = tls
         self.facts = facts
-        self.protocolName = protocolName
+        self.wire = wire
         self.shareable = shareable
     }
 
