@@ -73,7 +73,7 @@ import Testing
         #expect(Transcript(commands).clientBytes.isEmpty, "a stream's leg writes no text")
         #expect(Transcript(commands).records.map(\.httpProtocol) == ["h2"])
         #expect(leg.takeSignals().map(\.name) == ["finished(keepAlive: true)"])
-        #expect(leg.isIdleForReuse && leg.upstreamIdle)
+        #expect(leg.isIdleForReuse && leg.upstream.idle)
     }
 
     @Test func anHTTP1ClientsLegWritesTextAndAClosingAnswerEndsTheConnection() throws {

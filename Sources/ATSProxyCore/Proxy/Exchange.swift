@@ -39,13 +39,8 @@ final class Exchange {
     var upstreamKeepAlive = true
     var bytesFromClient = 0
     var bytesToClient = 0
-    var tls: [String: String]?
-    var result: RequestRecord.Result = .completed
-    var errorCode: Int?
-    var streamError: StreamError?
-    var rule: String
-    var fix: String?
-    var consoleLines: [String] = []
+    /// What the record will say about how the exchange ended.
+    var outcome: ExchangeOutcome
     var isUpgradeRequest = false
     /// An HTTP/1.0 client cannot read chunked bodies: they are de-chunked and end with close.
     var clientIsHTTP10 = false
@@ -70,11 +65,6 @@ final class Exchange {
     var authenticatesConnection = false
     /// When the upstream phases ended (reported only with `ProxySettings.detailedRecords`).
     var timings = PhaseTimes()
-    /// `--af-policy`'s verdicts for the upstream connection this exchange opened (nil otherwise).
-    var appTrust: AppTrustRecord?
-    /// The system-services verdict when no handshake completed for a `--system-services-hosts` host (a
-    /// completed handshake's verdict travels with the TLS facts, see `SystemServicesSetting`).
-    var systemServices: SystemServicesVerdict?
     /// The first bytes of each body (`ProxySettings.captureBodyLimit`; empty otherwise).
     var bodies = CapturedBodies()
 
@@ -96,11 +86,35 @@ final class Exchange {
         self.state = state
         self.clientKeepAlive = clientKeepAlive
         self.requestEncoder = requestEncoder
-        self.rule = rule
+        outcome = ExchangeOutcome(rule: rule)
     }
 
     /// Notes that response bytes arrived from the origin: the first ones set the first-byte time.
     func responseBytesArrived(at now: Date) {
         if state.responseBytesArrived() { timings.firstByte = now }
     }
+}
+
+/// What an exchange's record will say about how it ended: the result, the codes a device would report, the rule
+/// that decided and the smallest fix, the console lines, and the facts of the upstream it used. Filled in as the
+/// exchange goes; read once, by the record builder.
+struct ExchangeOutcome {
+    var result: RequestRecord.Result = .completed
+    /// The NSURLError code a device would report (nil when the load succeeded).
+    var errorCode: Int?
+    /// The stream error beside it (kCFStreamErrorDomainSSL and the Secure Transport code, or a POSIX error).
+    var streamError: StreamError?
+    /// The rule that decided, in words.
+    var rule: String
+    /// The smallest Info.plist change that would let the load through (nil when none applies).
+    var fix: String?
+    /// The lines a device's console would show (`CFNETWORK_DIAGNOSTICS`).
+    var consoleLines: [String] = []
+    /// TLS facts of the upstream connection the exchange used.
+    var tls: [String: String]?
+    /// `--af-policy`'s verdicts for the upstream connection this exchange opened (nil otherwise).
+    var appTrust: AppTrustRecord?
+    /// The system-services verdict when no handshake completed for a `--system-services-hosts` host (a
+    /// completed handshake's verdict travels with the TLS facts, see `SystemServicesSetting`).
+    var systemServices: SystemServicesVerdict?
 }

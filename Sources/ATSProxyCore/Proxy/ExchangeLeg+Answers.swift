@@ -11,18 +11,18 @@ extension ExchangeLeg {
         let verdict = verdict.withFix(url: exchange.url, evaluator: exchange.policy.evaluator)
         let platform = exchange.policy.evaluator.options.platform
         let context = consoleContext()
-        exchange.result = .failed
-        exchange.errorCode = verdict.error?.rawValue
-        exchange.streamError = verdict.streamError
-        exchange.rule = verdict.rule
-        exchange.fix = verdict.fix
-        exchange.consoleLines = verdict.consoleLines(platform: platform, context: context)
+        exchange.outcome.result = .failed
+        exchange.outcome.errorCode = verdict.error?.rawValue
+        exchange.outcome.streamError = verdict.streamError
+        exchange.outcome.rule = verdict.rule
+        exchange.outcome.fix = verdict.fix
+        exchange.outcome.consoleLines = verdict.consoleLines(platform: platform, context: context)
         let response = ATSErrorResponse.upstreamFailure(
             url: exchange.url, error: verdict.error ?? .secureConnectionFailed, streamDomain: verdict.streamDomain,
             streamCode: verdict.streamCode, rule: verdict.rule, explanation: verdict.reasons.joined(separator: "; "),
-            fix: verdict.fix, consoleLines: exchange.consoleLines)
-        pendingUpstream = []
-        pendingParts = []
+            fix: verdict.fix, consoleLines: exchange.outcome.consoleLines)
+        upstream.pendingBytes = []
+        upstream.pendingParts = []
         if case .probing = exchange.state {
             // The CONNECT of a passthrough tunnel: answered, recorded and closed (nothing follows a failed probe). A
             // raw tunnel's CONNECT was answered already, and its client speaks no HTTP: it is only closed.
@@ -50,22 +50,22 @@ extension ExchangeLeg {
         let platform = exchange.policy.evaluator.options.platform
         var context = consoleContext()
         context.taskNumber = exchange.number
-        exchange.result = .failed
-        exchange.errorCode = code.rawValue
-        exchange.streamError = nil
-        exchange.rule = reason
-        exchange.fix = nil
-        exchange.consoleLines = [
+        exchange.outcome.result = .failed
+        exchange.outcome.errorCode = code.rawValue
+        exchange.outcome.streamError = nil
+        exchange.outcome.rule = reason
+        exchange.outcome.fix = nil
+        exchange.outcome.consoleLines = [
             "\(context.prefix) \(context.taskName) finished with error [\(code.rawValue)] "
                 + CFNetworkConsole.errorText(
                     code: code, url: exchange.url, host: exchange.target.host, platform: platform, context: context)
         ]
-        pendingUpstream = []
-        pendingParts = []
+        upstream.pendingBytes = []
+        upstream.pendingParts = []
         respondLocally(
             ATSErrorResponse.upstreamFailure(
                 url: exchange.url, error: code, streamDomain: nil, streamCode: nil, rule: reason, explanation: reason,
-                fix: nil, consoleLines: exchange.consoleLines))
+                fix: nil, consoleLines: exchange.outcome.consoleLines))
     }
 
     /// Sends a locally generated response for the current exchange and finishes it.

@@ -21,13 +21,9 @@ extension ExchangeLeg {
         logExchange()
         self.exchange = nil
         if !exchange.upstreamKeepAlive {
-            if case .none = upstream {
-            } else {
-                commands.append(.closeUpstream)
-            }
-            upstream = .none
-        } else if case .ready = upstream {
-            upstreamIdle = true
+            letGoOfUpstream()
+        } else if upstream.isReady {
+            upstream.idle = true
         }
         signals.append(.finished(keepAlive: exchange.clientKeepAlive))
     }
@@ -37,19 +33,19 @@ extension ExchangeLeg {
     /// by the client's connection closing; the record names which.
     mutating func clientGone(reset: StreamReset? = nil) {
         if let exchange, !exchange.state.responseComplete {
-            exchange.result = .failed
+            exchange.outcome.result = .failed
             // The client's own cancel is -999; a stream the proxy reset is, to the client, a lost connection.
-            exchange.errorCode =
+            exchange.outcome.errorCode =
                 reset?.byClient == false
                 ? NSURLErrorCode.networkConnectionLost.rawValue : NSURLErrorCode.cancelled.rawValue
             switch reset {
             case .none:
-                exchange.rule = "the client closed the connection before the response was complete"
+                exchange.outcome.rule = "the client closed the connection before the response was complete"
             case .some(let reset) where reset.byClient:
-                exchange.rule =
+                exchange.outcome.rule =
                     "the client reset its stream (RST_STREAM \(reset.code)) before the response was complete"
             case .some(let reset):
-                exchange.rule =
+                exchange.outcome.rule =
                     "the proxy reset the stream (RST_STREAM \(reset.code)) before the response was complete"
             }
             logExchange()
@@ -61,9 +57,9 @@ extension ExchangeLeg {
     /// The proxy's grace period is over: whatever is in flight ends now (and is recorded as cut short).
     mutating func abandonForShutdown() {
         if let exchange, !exchange.state.isRecorded {
-            exchange.result = .failed
-            exchange.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
-            exchange.rule = "the proxy stopped (grace period over) before the exchange was complete"
+            exchange.outcome.result = .failed
+            exchange.outcome.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
+            exchange.outcome.rule = "the proxy stopped (grace period over) before the exchange was complete"
         }
         shutDown()
     }
@@ -72,22 +68,25 @@ extension ExchangeLeg {
         guard let exchange, !exchange.unrecorded, !exchange.state.isRecorded else { return }
         exchange.state.record()
         let redirectNote = ""
-        let facts = SystemServicesSetting.split(exchange.tls)
+        let facts = SystemServicesSetting.split(exchange.outcome.tls)
         let record = client.record(
             task: exchange.number, time: exchange.start, method: exchange.method, url: exchange.url,
-            host: exchange.target.host, source: exchange.source, result: exchange.result, decision: exchange.decision,
-            rule: exchange.rule + redirectNote, fix: exchange.fix,
-            errorCode: exchange.errorCode, streamError: exchange.streamError, status: exchange.responseStatus,
+            host: exchange.target.host, source: exchange.source, result: exchange.outcome.result,
+            decision: exchange.decision,
+            rule: exchange.outcome.rule + redirectNote, fix: exchange.outcome.fix,
+            errorCode: exchange.outcome.errorCode, streamError: exchange.outcome.streamError,
+            status: exchange.responseStatus,
             tls: facts.tls,
             requestHeaders: exchange.requestHeaders.fields, responseHeaders: exchange.responseHeaders.fields,
             bytesFromClient: exchange.bytesFromClient, bytesToClient: exchange.bytesToClient,
-            durationMilliseconds: now.timeIntervalSince(exchange.start) * 1000, consoleLines: exchange.consoleLines,
+            durationMilliseconds: now.timeIntervalSince(exchange.start) * 1000,
+            consoleLines: exchange.outcome.consoleLines,
             retriedOnNewConnection: exchange.retried ? true : nil,
             timings: services.settings.detailedRecords ? exchange.timings.record(since: exchange.start) : nil,
             bodies: exchange.bodies.record,
             // Only a request that went upstream has a server (a blocked or local one may follow one that did).
-            serverAddress: exchange.upstreamKey == nil ? nil : upstreamAddress, appTrust: exchange.appTrust,
-            systemServices: facts.verdict ?? exchange.systemServices, route: route,
+            serverAddress: exchange.upstreamKey == nil ? nil : upstream.address, appTrust: exchange.outcome.appTrust,
+            systemServices: facts.verdict ?? exchange.outcome.systemServices, route: route,
             // Only an origin's own response can offer HTTP/3 (the proxy's answers carry no Alt-Svc).
             http3: exchange.upstreamKey == nil ? nil : HTTP3Advertisement(responseHeaders: exchange.responseHeaders))
         commands.append(.log(record))
@@ -99,14 +98,14 @@ extension ExchangeLeg {
     mutating func shutDown() {
         if case .closed = mode { return }
         if let exchange, !exchange.state.isRecorded {
-            switch exchange.result {
+            switch exchange.outcome.result {
             case .completed, .reported:
-                exchange.result = .failed
-                exchange.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
-                exchange.rule = "the connection was closed before the exchange was complete"
+                exchange.outcome.result = .failed
+                exchange.outcome.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
+                exchange.outcome.rule = "the connection was closed before the exchange was complete"
             case .failed:
                 // A failure cut short keeps its code; one without (nothing decided yet) lost its connection.
-                exchange.errorCode = exchange.errorCode ?? NSURLErrorCode.networkConnectionLost.rawValue
+                exchange.outcome.errorCode = exchange.outcome.errorCode ?? NSURLErrorCode.networkConnectionLost.rawValue
             case .blockedCleartext, .refused, .clientUntrustedCA, .challengeRefused, .challengeAccepted:
                 break
             }
@@ -117,36 +116,42 @@ extension ExchangeLeg {
         signals.append(.closeClient)
     }
 
+    /// Closes the upstream connection, if the leg holds one, and forgets it.
+    mutating func letGoOfUpstream() {
+        if !upstream.isNone { commands.append(.closeUpstream) }
+        upstream.release()
+    }
+
     /// An idle, judged, shareable upstream goes back to the loop's pool; anything else is closed.
     mutating func releaseOrCloseUpstream() {
-        switch upstream {
+        switch upstream.state {
         case .none:
             return
         case .ready(let key, let tls):
             // Whoever gets the engine next (the pool, or nobody) expects it to free its buffers when idle.
             tls?.holdsRecordBuffers = false
-            if upstreamIdle && upstreamShareable && carriesExchanges && pendingUpstream.isEmpty {
+            if upstream.idle && upstream.shareable && carriesExchanges && upstream.pendingBytes.isEmpty {
                 commands.append(
                     .releaseUpstream(
                         UpstreamLease(
-                            key: key, tls: tls, facts: upstreamFacts, wire: upstreamWire, shareable: true)))
+                            key: key, tls: tls, facts: upstream.facts, wire: upstream.wire, shareable: true)))
             } else {
                 commands.append(.closeUpstream)
             }
         case .connecting, .handshaking:
             commands.append(.closeUpstream)
         }
-        upstream = .none
-        upstreamIdle = false
+        upstream.release()
+        upstream.idle = false
     }
 
     /// The origin broke off mid-response (reset, garbage, or a close the framing does not allow): the
     /// request is logged as failed with -1005 and the client connection (or HTTP/2 stream) is ended.
     mutating func closeUpstreamAndClient() {
         if let exchange, !exchange.state.responseComplete {
-            exchange.result = .failed
-            exchange.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
-            exchange.rule = "the connection to the origin was lost before the response was complete"
+            exchange.outcome.result = .failed
+            exchange.outcome.errorCode = NSURLErrorCode.networkConnectionLost.rawValue
+            exchange.outcome.rule = "the connection to the origin was lost before the response was complete"
             logExchange()
             self.exchange = nil
         }

@@ -50,19 +50,19 @@ extension ExchangeLeg {
         case .cleartextBlocked:
             switch (services.settings.mode, services.settings.cleartext) {
             case (.report, _):
-                exchange.result = .reported
-                exchange.errorCode = NSURLErrorCode.appTransportSecurityRequiresSecureConnection.rawValue
-                exchange.fix = decision.fix
-                exchange.consoleLines = cleartextConsole(decision, number: exchange.number)
+                exchange.outcome.result = .reported
+                exchange.outcome.errorCode = NSURLErrorCode.appTransportSecurityRequiresSecureConnection.rawValue
+                exchange.outcome.fix = decision.fix
+                exchange.outcome.consoleLines = cleartextConsole(decision, number: exchange.number)
                 startForward(exchange, head: head, host: target.host, port: target.port, requirements: nil)
             case (.enforce, .upgrade):
                 upgradeCleartext(exchange, head: head)
             case (.enforce, .block):
-                exchange.result = .blockedCleartext
-                exchange.errorCode = NSURLErrorCode.appTransportSecurityRequiresSecureConnection.rawValue
-                exchange.fix = decision.fix
-                exchange.consoleLines = cleartextConsole(decision, number: exchange.number)
-                let response = ATSErrorResponse.cleartextBlocked(decision, consoleLines: exchange.consoleLines)
+                exchange.outcome.result = .blockedCleartext
+                exchange.outcome.errorCode = NSURLErrorCode.appTransportSecurityRequiresSecureConnection.rawValue
+                exchange.outcome.fix = decision.fix
+                exchange.outcome.consoleLines = cleartextConsole(decision, number: exchange.number)
+                let response = ATSErrorResponse.cleartextBlocked(decision, consoleLines: exchange.outcome.consoleLines)
                 self.exchange = exchange
                 respondLocally(response)
             }
@@ -167,23 +167,23 @@ extension ExchangeLeg {
         }
         // One key comparison per request: it compares the TLS requirements (cipher lists and all).
         var sameUpstream = false
-        if case .ready(let current, _) = upstream, current == key { sameUpstream = true }
+        if case .ready(let current, _) = upstream.state, current == key { sameUpstream = true }
         if sameUpstream {
-            exchange.tls = upstreamFacts
+            exchange.outcome.tls = upstream.facts
             exchange.onReusedUpstream = true
         }
         self.exchange = exchange
-        switch upstream {
+        switch upstream.state {
         case .ready where sameUpstream:
-            upstreamIdle = false
+            upstream.idle = false
         case .none:
-            pendingUpstream = []
-            pendingParts = []
+            upstream.pendingBytes = []
+            upstream.pendingParts = []
             openUpstream(key)
         case .connecting, .handshaking, .ready:
             releaseOrCloseUpstream()
-            pendingUpstream = []
-            pendingParts = []
+            upstream.pendingBytes = []
+            upstream.pendingParts = []
             openUpstream(key)
         }
         sendRequestPart(.request(upstreamHead, body: exchange.requestFraming))
@@ -191,12 +191,7 @@ extension ExchangeLeg {
 
     /// Asks for an upstream connection; a `reusable` one may come from the loop's pool (same key only).
     mutating func openUpstream(_ key: UpstreamKey, reusable: Bool = true) {
-        upstream = .connecting(key)
-        upstreamFacts = nil
-        upstreamAddress = nil
-        upstreamWire = .http1
-        upstreamShareable = false
-        upstreamIdle = false
+        upstream.connect(key)
         exchange?.timings.connectStart = now
         commands.append(
             .connectUpstream(host: key.host, port: key.port, reuse: reusable && !key.permissive ? key : nil))
@@ -204,16 +199,13 @@ extension ExchangeLeg {
 
     /// The pool handed over an established connection (or an HTTP/2 channel) for the key asked for.
     mutating func upstreamReused(_ lease: UpstreamLease) {
-        guard case .connecting(let key) = upstream, key == lease.key else {
+        guard case .connecting(let key) = upstream.state, key == lease.key else {
             // Not waiting for it any more: give it straight back.
             commands.append(.releaseUpstream(lease))
             return
         }
-        upstream = .ready(key, lease.tls)
-        upstreamFacts = lease.facts
-        upstreamWire = lease.wire
-        upstreamShareable = lease.shareable
-        exchange?.tls = lease.facts
+        upstream.adopt(lease)
+        exchange?.outcome.tls = lease.facts
         exchange?.onReusedUpstream = true
         flushPendingUpstream()
     }

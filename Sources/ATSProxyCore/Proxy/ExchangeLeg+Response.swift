@@ -14,7 +14,7 @@ extension ExchangeLeg {
             if case .closed = mode { return }
             // The exchange may have ended and the leg moved on to another upstream: this engine's end (and
             // records) are not the new upstream's.
-            guard case .ready(_, let current?) = upstream, current === tls else { return }
+            guard case .ready(_, let current?) = upstream.state, current === tls else { return }
         }
         switch inbound.end {
         case nil: flushUpstreamTLS(tls)
@@ -67,7 +67,7 @@ extension ExchangeLeg {
                 if head.status == 101 && deliversToStream {
                     // An HTTP/2 stream cannot switch protocols (RFC 9113 §8.6), and its request asked for no upgrade.
                     commands.append(.closeUpstream)
-                    upstream = .none
+                    upstream.release()
                     return failWithBadResponse("the origin answered 101 Switching Protocols to an HTTP/2 stream")
                 }
                 responseHead(head, framing: framing, exchange)
@@ -120,7 +120,7 @@ extension ExchangeLeg {
                 if exchange.state.responseStarted {
                     closeUpstreamAndClient()
                 } else {
-                    upstream = .none
+                    upstream.release()
                     commands.append(.closeUpstream)
                     failWithBadResponse("the origin's response is not valid HTTP/1.1 (\(error.reason))")
                 }
@@ -153,7 +153,7 @@ extension ExchangeLeg {
             || Self.namesConnectionAuthentication(head.headers.values("WWW-Authenticate"))
         {
             // Connection-oriented authentication: this upstream belongs to this client from now on.
-            upstreamShareable = false
+            upstream.shareable = false
         }
         let upgrading = head.status == 101
         if !upstreamIsChannel && !upgrading {
@@ -163,9 +163,10 @@ extension ExchangeLeg {
                 && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
         }
         var reported: [HTTPField] = []
-        if exchange.result == .reported && !upgrading {
+        if exchange.outcome.result == .reported && !upgrading {
             reported = ATSErrorResponse.reportedFields(
-                errorCode: exchange.errorCode, streamError: exchange.streamError, rule: exchange.rule, fix: exchange.fix
+                errorCode: exchange.outcome.errorCode, streamError: exchange.outcome.streamError,
+                rule: exchange.outcome.rule, fix: exchange.outcome.fix
             )
         }
         if deliversToStream {

@@ -50,9 +50,9 @@ extension ExchangeLeg {
         if let exchange {
             if exchange.state.responseStarted || !exchange.state.isForwarding {
                 // Recorded by `shutDown` with this reason: the client sees the connection end.
-                exchange.result = .failed
-                exchange.errorCode = exchange.errorCode ?? NSURLErrorCode.timedOut.rawValue
-                exchange.rule =
+                exchange.outcome.result = .failed
+                exchange.outcome.errorCode = exchange.outcome.errorCode ?? NSURLErrorCode.timedOut.rawValue
+                exchange.outcome.rule =
                     "no progress for \(services.settings.exchangeTimeout) s (--exchange-timeout) \(exchange.state.responseStarted ? "after the response head" : "while the exchange was under way"); the connection was closed"
                 shutDown()
             } else {
@@ -60,18 +60,14 @@ extension ExchangeLeg {
                 // connection open, either the request body stopped moving (the client stopped sending it, or the
                 // server stopped reading it: back-pressure cannot tell which) or no response head came.
                 let failure: TransportFailure
-                if case .ready = upstream {
+                if case .ready = upstream.state {
                     failure =
                         exchange.state.requestComplete
                         ? .noResponse : .requestStalled(bodyBytes: exchange.bytesFromClient)
                 } else {
                     failure = .timedOut
                 }
-                if case .none = upstream {
-                } else {
-                    commands.append(.closeUpstream)
-                }
-                upstream = .none
+                letGoOfUpstream()
                 let requirements = exchange.requirements ?? Self.cleartextRequirements
                 failExchange(
                     verdict: UpstreamVerdict.failed(
@@ -104,7 +100,7 @@ extension ExchangeLeg {
     mutating func exchangeTimerSeconds(clientEngine: Bool) -> Double {
         timers.endIdlePeriod()
         var timeout = services.settings.exchangeTimeout
-        if case .handshaking = upstream { timeout = min(timeout, services.settings.connectTimeout) }
+        if case .handshaking = upstream.state { timeout = min(timeout, services.settings.connectTimeout) }
         if quietStageArmed(clientEngine: clientEngine) { return services.settings.bufferLinger }
         if timers.quietBuffersReleased { return max(timeout - services.settings.bufferLinger, 0.001) }
         return timeout
@@ -147,26 +143,20 @@ extension ExchangeLeg {
 
     /// The TLS engine of a ready HTTP/1.1 upstream of the leg's own.
     var upstreamEngine: TLSConnection? {
-        if case .ready(_, let tls) = upstream { return tls }
+        if case .ready(_, let tls) = upstream.state { return tls }
         return nil
     }
 
     /// Between requests with an idle upstream connection of its own that the pool could take back.
     var holdsIdleUpstream: Bool {
-        guard exchange == nil, upstreamIdle, upstreamShareable, pendingUpstream.isEmpty, carriesExchanges else {
+        guard exchange == nil, upstream.idle, upstream.shareable, upstream.pendingBytes.isEmpty, carriesExchanges else {
             return false
         }
-        if case .ready = upstream { return true }
-        return false
+        return upstream.isReady
     }
 
     /// The upstream is opening (TCP or TLS): client bytes would only pile up in memory.
-    var upstreamPending: Bool {
-        switch upstream {
-        case .connecting, .handshaking: true
-        case .none, .ready: false
-        }
-    }
+    var upstreamPending: Bool { upstream.isOpening }
 
     /// Whether the owner's client reads should pause: an exchange waits for its upstream to open. Appends the
     /// pause or resume command when that changes.

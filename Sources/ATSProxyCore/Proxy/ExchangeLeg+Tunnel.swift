@@ -57,7 +57,7 @@ extension ExchangeLeg {
     mutating func relayFromClient(_ bytes: [UInt8]) {
         switch mode {
         case .probe, .tunnelConnecting:
-            pendingUpstream.append(contentsOf: bytes)
+            upstream.pendingBytes.append(contentsOf: bytes)
         case .relay:
             sendToUpstream(bytes)
         case .closed:

@@ -11,16 +11,16 @@ extension ExchangeLeg {
     /// with no upstream the event is stale and ignored; a second one for a connection past `.connecting` traps.
     mutating func upstreamConnected() {
         exchange?.timings.connected = now
-        switch upstream {
+        switch upstream.state {
         case .connecting(let key):
             if case .tunnelConnecting = mode {
-                upstream = .ready(key, nil)
+                upstream.ready(key, tls: nil)
                 tunnelOpened()
                 return
             }
             guard let requirements = key.requirements else {
-                upstream = .ready(key, nil)
-                upstreamShareable = true
+                upstream.ready(key, tls: nil)
+                upstream.shareable = true
                 flushPendingUpstream()
                 return
             }
@@ -28,11 +28,11 @@ extension ExchangeLeg {
                 let offered = key.permissive ? Self.permissive(requirements) : requirements
                 let tls = try services.upstreamTLS.makeConnection(
                     requirements: offered, host: key.host, port: key.port, alpn: key.http1Only ? ["http/1.1"] : nil)
-                upstream = .handshaking(key, tls)
+                upstream.handshake(key, tls)
                 continueUpstreamHandshake(key, tls, [])
             } catch {
                 // The connection is up but unusable: let go of it, so nothing it sends reaches this leg.
-                upstream = .none
+                upstream.release()
                 commands.append(.closeUpstream)
                 let verdict = UpstreamVerdict.failed(
                     .transport(.other("cannot create the upstream TLS engine: \(error)")),
@@ -43,7 +43,7 @@ extension ExchangeLeg {
             // Stale: the leg let go of that connection (its close command and this event crossed).
             return
         case .handshaking, .ready:
-            preconditionFailure("ExchangeLeg: a second 'connected' for an upstream that is already \(upstream)")
+            preconditionFailure("ExchangeLeg: a second 'connected' for an upstream that is already \(upstream.state)")
         }
     }
 
@@ -51,8 +51,8 @@ extension ExchangeLeg {
     /// device would report (an upstream proxy's failure keeps its own code). Only while `.connecting`; otherwise
     /// the report is stale (the leg already let go of that attempt) and is ignored.
     mutating func upstreamConnectFailed(_ failure: UpstreamConnectFailure) {
-        guard case .connecting(let key) = upstream else { return }
-        upstream = .none
+        guard case .connecting(let key) = upstream.state else { return }
+        upstream.release()
         let transport: TransportFailure
         switch failure {
         case .nameNotResolved: transport = .nameNotResolved(key.host)
@@ -84,7 +84,7 @@ extension ExchangeLeg {
     /// Bytes from the upstream connection: handshake input, TLS records or cleartext response bytes. With no
     /// upstream they are stale and dropped; bytes before the connection was reported connected trap.
     mutating func upstreamBytes(_ bytes: [UInt8]) {
-        switch upstream {
+        switch upstream.state {
         case .handshaking(let key, let tls):
             continueUpstreamHandshake(key, tls, bytes)
         case .ready(_, let tls):
@@ -109,13 +109,13 @@ extension ExchangeLeg {
         case .needsInput:
             return
         case .failed(let failure):
-            upstream = .none
+            upstream.release()
             commands.append(.closeUpstream)
             let requirements = key.requirements ?? Self.cleartextRequirements
             if let setting = services.settings.systemServices, key.requirements != nil,
                 setting.applies(host: key.host, port: key.port)
             {
-                exchange?.systemServices = setting.profile.noHandshake(
+                exchange?.outcome.systemServices = setting.profile.noHandshake(
                     UpstreamVerdict.failed(.handshake(failure), requirements: requirements, url: "", host: key.host)
                         .rule)
             }
@@ -127,34 +127,37 @@ extension ExchangeLeg {
             let summary = services.upstreamTLS.summarize(tls, host: key.host, time: now)
             let verdict = UpstreamVerdict.judging(
                 summary, requirements: requirements, url: exchange?.url ?? "", host: key.host)
-            exchange?.tls = Self.tlsFacts(summary, detailed: services.settings.detailedRecords)
+            exchange?.outcome.tls = Self.tlsFacts(summary, detailed: services.settings.detailedRecords)
             if let setting = services.settings.systemServices, setting.applies(host: key.host, port: key.port) {
-                exchange?.tls = SystemServicesSetting.adding(setting.profile.judge(summary), to: exchange?.tls)
+                exchange?.outcome.tls = SystemServicesSetting.adding(
+                    setting.profile.judge(summary), to: exchange?.outcome.tls)
             }
             // Certificate Transparency's outcome where it applies ("CT not evaluated: …" without a current list).
-            if let ct = UpstreamJudge(requirements: requirements).ctStatus(summary).text { exchange?.tls?["ct"] = ct }
+            if let ct = UpstreamJudge(requirements: requirements).ctStatus(summary).text {
+                exchange?.outcome.tls?["ct"] = ct
+            }
             exchange?.timings.secured = now
             if let appTrust = services.appTrust, appTrust.evaluatesPinning, !summary.resumedSession,
                 let pinning = appTrust.pinning(host: key.host, realChain: tls.peerCertificates, at: now)
             {
                 // `--af-policy`: would the app accept this chain, and the one the proxy shows it instead? (A resumed
                 // session sends no chain; its full handshake was evaluated.)
-                exchange?.appTrust = AppTrustRecord(pinning: pinning)
+                exchange?.outcome.appTrust = AppTrustRecord(pinning: pinning)
             }
             if verdict.isBlocked {
                 let policy = exchange?.policy ?? services.policy.snapshot
                 let verdict = verdict.withFix(url: exchange?.url ?? "", evaluator: policy.evaluator)
                 if services.settings.mode == .report {
-                    exchange?.result = .reported
-                    exchange?.errorCode = verdict.error?.rawValue
-                    exchange?.streamError = verdict.streamError
-                    exchange?.rule = verdict.rule
-                    exchange?.fix = verdict.fix
+                    exchange?.outcome.result = .reported
+                    exchange?.outcome.errorCode = verdict.error?.rawValue
+                    exchange?.outcome.streamError = verdict.streamError
+                    exchange?.outcome.rule = verdict.rule
+                    exchange?.outcome.fix = verdict.fix
                     let lines = verdict.consoleLines(
                         platform: policy.evaluator.options.platform, context: consoleContext())
-                    exchange?.consoleLines = lines
+                    exchange?.outcome.consoleLines = lines
                 } else {
-                    upstream = .none
+                    upstream.release()
                     commands.append(.closeUpstream)
                     failExchange(verdict: verdict)
                     return
@@ -162,28 +165,27 @@ extension ExchangeLeg {
             }
             if case .probe(let host, let port) = mode {
                 // The probe passed: drop it and open the raw tunnel.
-                upstream = .none
+                upstream.release()
                 commands.append(.closeUpstream)
                 mode = .tunnelConnecting(host: host, port: port)
                 openUpstream(
                     UpstreamKey(host: host, port: port, requirements: nil, permissive: false), reusable: false)
                 return
             }
-            upstreamFacts = exchange?.tls
-            upstreamShareable = !verdict.isBlocked && !key.permissive
+            upstream.facts = exchange?.outcome.tls
+            upstream.shareable = !verdict.isBlocked && !key.permissive
             if tls.negotiatedALPN == "h2" {
                 // The leg hands its request parts to a channel; a shared link of the loop's pool speaks h2 for it.
-                upstream = .ready(key, nil)
-                upstreamWire = .h2
+                upstream.ready(key, tls: nil, wire: .h2)
                 commands.append(
                     .promoteUpstream(
                         UpstreamLease(
-                            key: key, tls: tls, facts: upstreamFacts, wire: .h2,
-                            shareable: upstreamShareable)))
+                            key: key, tls: tls, facts: upstream.facts, wire: .h2,
+                            shareable: upstream.shareable)))
                 flushPendingUpstream()
                 return
             }
-            upstream = .ready(key, tls)
+            upstream.ready(key, tls: tls)
             // Not an HTTP/2 link: requests held for this key in case it became one connect themselves.
             commands.append(.upstreamSettled)
             flushPendingUpstream()
@@ -193,25 +195,21 @@ extension ExchangeLeg {
 
     mutating func upstreamEOF(reset: Bool) {
         if case .relay = mode {
-            upstream = .none
+            upstream.release()
             shutDown()
             return
         }
-        if case .handshaking(let key, let tls) = upstream {
+        if case .handshaking(let key, let tls) = upstream.state {
             // Closed mid-handshake: let the engine say so (closed without alert, -9816).
             TLSLayer(tls).receiveEnd()
             continueUpstreamHandshake(key, tls, [])
-            if case .handshaking = upstream {
-                upstream = .none
+            if case .handshaking = upstream.state {
+                upstream.release()
                 commands.append(.closeUpstream)
             }
             return
         }
-        if case .none = upstream {
-        } else {
-            commands.append(.closeUpstream)
-        }
-        upstream = .none
+        letGoOfUpstream()
         guard let exchange, exchange.state.isForwarding else { return }
         if exchange.state.responseStarted {
             let events = exchange.responseParser.inputClosed()
@@ -240,7 +238,7 @@ extension ExchangeLeg {
     /// is sent once more on an HTTP/1.1-only upstream for the same origin and decision, which the pool may hand
     /// over. Anything else (a body, a response under way, a request sent once more already) is a reset.
     mutating func upstreamRequiresHTTP11() {
-        guard carriesExchanges, case .ready(let key, _) = upstream, !key.http1Only else {
+        guard carriesExchanges, case .ready(let key, _) = upstream.state, !key.http1Only else {
             return upstreamEOF(reset: true)
         }
         http11Origins.insert(OriginAuthority(host: key.host, port: key.port))
@@ -250,11 +248,11 @@ extension ExchangeLeg {
             return upstreamEOF(reset: true)
         }
         commands.append(.closeUpstream)
-        upstream = .none
+        upstream.release()
         var http1Key = key
         http1Key.http1Only = true
         exchange.upstreamKey = http1Key
-        exchange.tls = nil  // The HTTP/1.1 upstream's facts replace the h2 link's.
+        exchange.outcome.tls = nil  // The HTTP/1.1 upstream's facts replace the h2 link's.
         sendAgain(exchange, head: head, on: http1Key, reusable: true)
     }
 
@@ -269,8 +267,8 @@ extension ExchangeLeg {
         exchange.state.resent()
         // Only requests without a body are sent again: a fresh encoder frames the (empty) body on the new upstream.
         exchange.requestEncoder = HTTP1RequestEncoder(framing: .none)
-        pendingUpstream = []
-        pendingParts = []
+        upstream.pendingBytes = []
+        upstream.pendingParts = []
         openUpstream(key, reusable: reusable)
         sendRequestPart(.request(head, body: .none))
         if exchange.state.requestEndForwarded { sendRequestPart(.messageEnd) }

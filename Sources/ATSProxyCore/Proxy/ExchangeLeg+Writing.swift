@@ -48,7 +48,7 @@ extension ExchangeLeg {
     /// Raw bytes for the upstream (a tunnel's, or an upgraded connection's), held until it is ready.
     mutating func sendToUpstream(_ plain: [UInt8]) {
         guard !plain.isEmpty else { return }
-        switch upstream {
+        switch upstream.state {
         case .ready(_, let tls):
             if let tls {
                 TLSLayer(tls).seal(plain)
@@ -57,27 +57,27 @@ extension ExchangeLeg {
                 commands.append(.writeToUpstream(plain))
             }
         case .none, .connecting, .handshaking:
-            pendingUpstream.append(contentsOf: plain)
+            upstream.pendingBytes.append(contentsOf: plain)
         }
     }
 
     /// Sends what waited for the upstream: raw bytes (a tunnel's), then the exchange's request parts, encoded for
     /// the upstream it turned out to be.
     mutating func flushPendingUpstream() {
-        if !pendingUpstream.isEmpty {
-            let bytes = pendingUpstream
-            pendingUpstream = []
+        if !upstream.pendingBytes.isEmpty {
+            let bytes = upstream.pendingBytes
+            upstream.pendingBytes = []
             sendToUpstream(bytes)
         }
-        guard !pendingParts.isEmpty else { return }
-        let parts = pendingParts
-        pendingParts = []
+        guard !upstream.pendingParts.isEmpty else { return }
+        let parts = upstream.pendingParts
+        upstream.pendingParts = []
         for part in parts { sendRequestPart(part) }
     }
 
     /// Whether the upstream is a channel of a shared HTTP/2 link: it takes request parts as they are.
     var upstreamIsChannel: Bool {
-        if case .ready = upstream, upstreamWire == .h2 { return true }
+        if case .ready = upstream.state, upstream.wire == .h2 { return true }
         return false
     }
 
@@ -85,11 +85,11 @@ extension ExchangeLeg {
     /// encoded by the upstream's wire: handed to an HTTP/2 channel as it is (consecutive parts in one command), or
     /// written as HTTP/1.1 text by the exchange's `HTTP1RequestEncoder`.
     mutating func sendRequestPart(_ part: HTTPPart) {
-        guard case .ready = upstream else {
-            pendingParts.append(part)
+        guard case .ready = upstream.state else {
+            upstream.pendingParts.append(part)
             return
         }
-        switch upstreamWire {
+        switch upstream.wire {
         case .h2:
             if case .sendToUpstreamChannel(var parts)? = commands.last {
                 commands.removeLast()

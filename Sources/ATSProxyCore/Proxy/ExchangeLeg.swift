@@ -39,18 +39,6 @@ struct ExchangeLeg {
         case closed
     }
 
-    /// What the upstream connection is doing.
-    enum Upstream {
-        /// No upstream connection.
-        case none
-        /// TCP connect in progress.
-        case connecting(UpstreamKey)
-        /// TCP open; TLS handshake in progress.
-        case handshaking(UpstreamKey, TLSConnection)
-        /// Ready for requests (TLS established when the key has requirements).
-        case ready(UpstreamKey, TLSConnection?)
-    }
-
     /// What the owner must do after a call, in order.
     enum Signal {
         /// The exchange ended with its whole response; the owner may read the next request when `keepAlive`.
@@ -94,28 +82,14 @@ struct ExchangeLeg {
     var route: ProxyRoute = .absoluteForm
     var mode: Mode = .exchanges
     var exchange: Exchange?
-    var upstream: Upstream = .none
-    /// Raw bytes waiting for the upstream to become ready (a tunnel's).
-    var pendingUpstream: [UInt8] = []
-    /// Request parts of the current exchange waiting for the upstream to be ready: they are encoded for it (HTTP/1.1
-    /// text, or handed to an HTTP/2 channel as they are) only once it is known which one it is.
-    var pendingParts: [HTTPPart] = []
+    /// The upstream connection, its state and what waits for it (one at a time; it outlives exchanges).
+    var upstream = UpstreamLeg()
     /// Client-bound plaintext for an encrypted HTTP/1.1 client (`Delivery.http1(encrypted: true)`): the owner seals
     /// it once the event is handled, or before anything that must follow it, so a response head and its small
     /// body leave as one record.
     var clientPlain: [UInt8] = []
     /// Storage for response parser events, reused from feed to feed.
     var eventList = HTTPPartList()
-    /// TLS facts of the current upstream connection (recorded on every request it carries).
-    var upstreamFacts: [String: String]?
-    /// The peer IP address of the current upstream connection (`ProxyEvent.upstreamPeer`).
-    var upstreamAddress: String?
-    /// What the current upstream speaks: how request parts are encoded for it once it is ready.
-    var upstreamWire = UpstreamWire.http1
-    /// Whether the current upstream may go back to the loop's pool when the leg is done with it.
-    var upstreamShareable = false
-    /// The current upstream is ready and carries no exchange.
-    var upstreamIdle = false
     /// Origins that reset a request's HTTP/2 stream with HTTP_1_1_REQUIRED: for the rest of this leg's life every
     /// request to them asks for an HTTP/1.1-only upstream (`UpstreamKey.http1Only`), as browsers remember it.
     /// Learned per leg, never shared.
@@ -152,14 +126,14 @@ struct ExchangeLeg {
     }
 
     /// Whether the leg is between exchanges with nothing in flight (its upstream may be kept for reuse).
-    var isIdleForReuse: Bool { exchange == nil && pendingUpstream.isEmpty && carriesExchanges }
+    var isIdleForReuse: Bool { exchange == nil && upstream.pendingBytes.isEmpty && carriesExchanges }
 
     /// Handles an event of the leg's upstream connection or its timer. Client events are the owner's: one here
     /// is a driver fault.
     mutating func handleUpstreamEvent(_ event: ProxyEvent) {
         switch event {
         case .upstreamConnected: upstreamConnected()
-        case .upstreamPeer(let address): upstreamAddress = address
+        case .upstreamPeer(let address): upstream.address = address
         case .upstreamReused(let lease): upstreamReused(lease)
         case .upstreamConnectFailed(let failure): upstreamConnectFailed(failure)
         case .upstreamParts(let parts): upstreamParts(parts)
