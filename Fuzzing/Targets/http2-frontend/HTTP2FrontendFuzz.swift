@@ -152,7 +152,7 @@ enum HTTP2FrontendFuzz {
                     // A parked cleartext HTTP/1.1 connection: the lane writes its request as text, which the scripted
                     // origin parses (invariant 2). Lanes on HTTP/2 channels send parts instead (below).
                     let lease = UpstreamLease(
-                        key: reuse, tls: nil, facts: [:], protocolName: "http/1.1", shareable: true)
+                        key: reuse, tls: nil, facts: [:], wire: .http1, shareable: true)
                     pending.append((lane, .upstreamReused(lease)))
                 } else {
                     pending.append((lane, .upstreamConnected))

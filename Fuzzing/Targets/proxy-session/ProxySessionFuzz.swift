@@ -328,7 +328,7 @@ enum ProxySessionFuzz {
                     .upstreamReused(
                         UpstreamLease(
                             key: key, tls: nil, facts: key.requirements == nil ? nil : [:],
-                            protocolName: channel ? "h2" : "http/1.1", shareable: choice & 2 == 0)))
+                            wire: channel ? .h2 : .http1, shareable: choice & 2 == 0)))
             case .connectFailed:
                 let failures: [UpstreamConnectFailure] = [
                     .nameNotResolved, .refused, .timedOut, .reset, .unreachable, .proxyResources(detail: "fuzz"),
