@@ -251,7 +251,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         if lifecycle == .open, pending.isEmpty, !awaitingWritable {
             if loop.state.deliveringBatch, small {
                 // Held for the end of the batch, in a chunk sized for a few small writes.
-                enqueue(bytes, minimumCapacity: WriteChunk.batchedCapacity)
+                pending.append(bytes, minimumCapacity: WriteChunk.batchedCapacity)
                 // Listed once per time the queue fills from empty; a second entry in one batch
                 // (after a large write emptied the queue) finds nothing or flushes in order.
                 loop.state.batchedWriters.append(self)
@@ -279,7 +279,7 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
         }
         // Behind held bytes (not waiting for the kernel), a small write joins them in a small chunk.
         let heldBehind = lifecycle == .open && !awaitingWritable
-        enqueue(remaining, minimumCapacity: heldBehind ? WriteChunk.batchedCapacity : WriteChunk.minimumCapacity)
+        pending.append(remaining, minimumCapacity: heldBehind ? WriteChunk.batchedCapacity : WriteChunk.minimumCapacity)
         if awaitingWritable { updateInterest() }
         updateWatermarkAfterEnqueue()
     }
@@ -502,10 +502,6 @@ public final class TCPConnection: @unchecked Sendable, CustomStringConvertible, 
     }
 
     // MARK: Write side
-
-    private func enqueue(_ bytes: UnsafeRawBufferPointer, minimumCapacity: Int) {
-        pending.append(bytes, minimumCapacity: minimumCapacity)
-    }
 
     private func updateWatermarkAfterEnqueue() {
         if !aboveHighWatermark, queuedBytes > highWatermark {
