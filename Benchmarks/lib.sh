@@ -294,7 +294,7 @@ worker_processes 2;
 worker_rlimit_nofile 20000;
 pid $TMP/rp/nginx.pid;
 error_log $TMP/rp/logs/error.log warn;
-events { worker_connections 8192; }
+events { worker_connections 16384; }
 http {
     access_log off;
     client_body_temp_path $TMP/rp/temp/body;
