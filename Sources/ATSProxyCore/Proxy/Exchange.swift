@@ -31,12 +31,8 @@ final class Exchange {
     var requestFraming: HTTPBodyFraming = .none
     /// Request body bytes passed on so far (checked against a declared Content-Length).
     var requestBodyForwarded = 0
-    var responseParser = HTTP1Parser(role: .response)
-    /// Writes the response as HTTP/1.1 text for an HTTP/1.1 client (unused for a stream's lane).
-    var responseEncoder = HTTP1ResponseEncoder()
-    var responseStatus: Int?
-    var responseHeaders = HTTPFields()
-    var upstreamKeepAlive = true
+    /// The response side: its parser, its encoder for an HTTP/1.1 client, and what came back.
+    var response = ExchangeResponse()
     var bytesFromClient = 0
     var bytesToClient = 0
     /// What the record will say about how the exchange ended.
@@ -46,19 +42,8 @@ final class Exchange {
     var clientIsHTTP10 = false
     /// Whether the request carries a body (one not yet received blocks keep-alive after a local answer).
     var requestHasBody = false
-    /// The requirements the upstream is judged against (nil for cleartext).
-    var requirements: TLSRequirements?
-    /// The upstream the request was sent for.
-    var upstreamKey: UpstreamKey?
-    /// The request head as sent upstream, kept while the request may be retried once on another
-    /// connection (a fresh one after a lost reused one, or an HTTP/1.1 one after HTTP_1_1_REQUIRED): an
-    /// idempotent request without a body that is not an upgrade (RFC 9110 §9.2.2). Nil otherwise, and
-    /// once it was retried.
-    var retryHead: HTTPRequestHead?
-    /// The upstream carrying the request was reused (kept alive, or from the pool), not opened for it.
-    var onReusedUpstream = false
-    /// The request was sent again on another connection (logged with the record).
-    var retried = false
+    /// The upstream the request went to, and whether it may be sent once more.
+    var attempt = UpstreamAttempt()
     /// Traffic to a host the host filter leaves alone: forwarded, never logged as a request.
     var unrecorded = false
     /// The request's Authorization names NTLM or Negotiate (`namesConnectionAuthentication`).
@@ -117,4 +102,33 @@ struct ExchangeOutcome {
     /// The system-services verdict when no handshake completed for a `--system-services-hosts` host (a
     /// completed handshake's verdict travels with the TLS facts, see `SystemServicesSetting`).
     var systemServices: SystemServicesVerdict?
+}
+
+/// The response side of an exchange: the upstream's HTTP/1.1 parser (unused when the upstream is an HTTP/2
+/// channel), the encoder for an HTTP/1.1 client (unused for an HTTP/2 stream), and what the record keeps.
+struct ExchangeResponse {
+    var parser = HTTP1Parser(role: .response)
+    /// Writes the response as HTTP/1.1 text for an HTTP/1.1 client.
+    var encoder = HTTP1ResponseEncoder()
+    var status: Int?
+    var headers = HTTPFields()
+    /// Whether the upstream connection may carry another request after this response.
+    var upstreamKeepAlive = true
+}
+
+/// Where an exchange's request went upstream, and whether it may go once more.
+struct UpstreamAttempt {
+    /// The requirements the upstream is judged against (nil for cleartext).
+    var requirements: TLSRequirements?
+    /// The upstream the request was sent for.
+    var key: UpstreamKey?
+    /// The request head as sent upstream, kept while the request may be retried once on another
+    /// connection (a fresh one after a lost reused one, or an HTTP/1.1 one after HTTP_1_1_REQUIRED): an
+    /// idempotent request without a body that is not an upgrade (RFC 9110 §9.2.2). Nil otherwise, and
+    /// once it was retried.
+    var retryHead: HTTPRequestHead?
+    /// The upstream carrying the request was reused (kept alive, or from the pool), not opened for it.
+    var onReusedUpstream = false
+    /// The request was sent again on another connection (logged with the record).
+    var retried = false
 }

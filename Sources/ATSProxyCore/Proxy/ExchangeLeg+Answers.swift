@@ -33,7 +33,7 @@ extension ExchangeLeg {
             } else {
                 sendLocal(LocalResponse(response), keepAlive: false)
             }
-            exchange.responseStatus = response.status
+            exchange.response.status = response.status
             exchange.state.answeredLocally()
             logExchange()
             shutDown()
@@ -78,11 +78,11 @@ extension ExchangeLeg {
         }
         if !exchange.state.requestComplete && exchange.requestHasBody { exchange.clientKeepAlive = false }
         exchange.state.answeredLocally()
-        exchange.responseStatus = response.status
-        exchange.responseHeaders = HTTPFields(response.headers.map { HTTPField(name: $0.name, value: $0.value) })
+        exchange.response.status = response.status
+        exchange.response.headers = HTTPFields(response.headers.map { HTTPField(name: $0.name, value: $0.value) })
         let local = LocalResponse(response)
         exchange.bytesToClient += local.body.count
-        exchange.upstreamKeepAlive = false
+        exchange.response.upstreamKeepAlive = false
         sendLocal(local, keepAlive: exchange.clientKeepAlive, headOnly: exchange.method == "HEAD")
         finishIfComplete()
     }

@@ -20,7 +20,7 @@ extension ExchangeLeg {
         guard let exchange, exchange.state.isComplete else { return }
         logExchange()
         self.exchange = nil
-        if !exchange.upstreamKeepAlive {
+        if !exchange.response.upstreamKeepAlive {
             letGoOfUpstream()
         } else if upstream.isReady {
             upstream.idle = true
@@ -75,20 +75,20 @@ extension ExchangeLeg {
             decision: exchange.decision,
             rule: exchange.outcome.rule + redirectNote, fix: exchange.outcome.fix,
             errorCode: exchange.outcome.errorCode, streamError: exchange.outcome.streamError,
-            status: exchange.responseStatus,
+            status: exchange.response.status,
             tls: facts.tls,
-            requestHeaders: exchange.requestHeaders.fields, responseHeaders: exchange.responseHeaders.fields,
+            requestHeaders: exchange.requestHeaders.fields, responseHeaders: exchange.response.headers.fields,
             bytesFromClient: exchange.bytesFromClient, bytesToClient: exchange.bytesToClient,
             durationMilliseconds: now.timeIntervalSince(exchange.start) * 1000,
             consoleLines: exchange.outcome.consoleLines,
-            retriedOnNewConnection: exchange.retried ? true : nil,
+            retriedOnNewConnection: exchange.attempt.retried ? true : nil,
             timings: services.settings.detailedRecords ? exchange.timings.record(since: exchange.start) : nil,
             bodies: exchange.bodies.record,
             // Only a request that went upstream has a server (a blocked or local one may follow one that did).
-            serverAddress: exchange.upstreamKey == nil ? nil : upstream.address, appTrust: exchange.outcome.appTrust,
+            serverAddress: exchange.attempt.key == nil ? nil : upstream.address, appTrust: exchange.outcome.appTrust,
             systemServices: facts.verdict ?? exchange.outcome.systemServices, route: route,
             // Only an origin's own response can offer HTTP/3 (the proxy's answers carry no Alt-Svc).
-            http3: exchange.upstreamKey == nil ? nil : HTTP3Advertisement(responseHeaders: exchange.responseHeaders))
+            http3: exchange.attempt.key == nil ? nil : HTTP3Advertisement(responseHeaders: exchange.response.headers))
         commands.append(.log(record))
     }
 

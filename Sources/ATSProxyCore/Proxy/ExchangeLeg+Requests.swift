@@ -133,7 +133,7 @@ extension ExchangeLeg {
     mutating func startForward(
         _ exchange: Exchange, head: HTTPRequestHead, host: String, port: Int, requirements: TLSRequirements?
     ) {
-        exchange.requirements = requirements
+        exchange.attempt.requirements = requirements
         if let requirements, !requirements.isSatisfiable, services.settings.mode == .enforce {
             self.exchange = exchange
             let verdict = UpstreamVerdict.unsatisfiable(requirements: requirements, url: exchange.url, host: host)
@@ -158,19 +158,19 @@ extension ExchangeLeg {
         if !exchange.clientKeepAlive && !exchange.isUpgradeRequest {
             upstreamHead.headers.append(name: "Connection", value: "close")
             // The origin will close after answering, whether or not it says so: never park this connection.
-            exchange.upstreamKeepAlive = false
+            exchange.response.upstreamKeepAlive = false
         }
-        exchange.responseParser.requestSent(method: head.method)
-        exchange.upstreamKey = key
+        exchange.response.parser.requestSent(method: head.method)
+        exchange.attempt.key = key
         if Self.idempotentMethods.contains(head.method) && !exchange.requestHasBody && !exchange.isUpgradeRequest {
-            exchange.retryHead = upstreamHead
+            exchange.attempt.retryHead = upstreamHead
         }
         // One key comparison per request: it compares the TLS requirements (cipher lists and all).
         var sameUpstream = false
         if case .ready(let current, _) = upstream.state, current == key { sameUpstream = true }
         if sameUpstream {
             exchange.outcome.tls = upstream.facts
-            exchange.onReusedUpstream = true
+            exchange.attempt.onReusedUpstream = true
         }
         self.exchange = exchange
         switch upstream.state {
@@ -206,7 +206,7 @@ extension ExchangeLeg {
         }
         upstream.adopt(lease)
         exchange?.outcome.tls = lease.facts
-        exchange?.onReusedUpstream = true
+        exchange?.attempt.onReusedUpstream = true
         flushPendingUpstream()
     }
 

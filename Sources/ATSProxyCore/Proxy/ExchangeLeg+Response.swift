@@ -32,7 +32,7 @@ extension ExchangeLeg {
         guard let exchange, exchange.state.isForwarding else { return }
         exchange.responseBytesArrived(at: now)
         var events = eventList.take()
-        exchange.responseParser.feed(bytes[...], into: &events)
+        exchange.response.parser.feed(bytes[...], into: &events)
         processResponse(events)
         eventList.giveBack(&events)
     }
@@ -80,28 +80,28 @@ extension ExchangeLeg {
                 if deliversToStream {
                     respondToStream(event)
                 } else {
-                    writeToClient { exchange.responseEncoder.writeBody(slice, into: &$0) }
+                    writeToClient { exchange.response.encoder.writeBody(slice, into: &$0) }
                 }
             case .trailers(let trailers):
                 guard exchange.state.responseStarted else { continue }
                 if deliversToStream {
                     respondToStream(event)
                 } else {
-                    writeToClient { exchange.responseEncoder.finish(trailers: trailers, into: &$0) }
+                    writeToClient { exchange.response.encoder.finish(trailers: trailers, into: &$0) }
                 }
             case .messageEnd:
                 if !exchange.state.responseStarted {
                     // End of an interim (1xx) response: the final one follows. (A channel reports no end after
                     // an interim head.)
                     guard !upstreamIsChannel else { continue }
-                    let more = exchange.responseParser.resume()
+                    let more = exchange.response.parser.resume()
                     pending = (more + pending)[...]
                     continue
                 }
                 if deliversToStream {
                     respondToStream(event)
                 } else {
-                    writeToClient { exchange.responseEncoder.finish(into: &$0) }
+                    writeToClient { exchange.response.encoder.finish(into: &$0) }
                 }
                 exchange.state.responseEnded()
                 finishIfComplete()
@@ -147,8 +147,8 @@ extension ExchangeLeg {
     /// X-ATS-* fields).
     mutating func responseHead(_ head: HTTPResponseHead, framing: HTTPBodyFraming, _ exchange: Exchange) {
         exchange.state.responseHeadSent()
-        exchange.responseStatus = head.status
-        exchange.responseHeaders = head.headers
+        exchange.response.status = head.status
+        exchange.response.headers = head.headers
         if exchange.authenticatesConnection
             || Self.namesConnectionAuthentication(head.headers.values("WWW-Authenticate"))
         {
@@ -158,8 +158,8 @@ extension ExchangeLeg {
         let upgrading = head.status == 101
         if !upstreamIsChannel && !upgrading {
             // An HTTP/2 channel's `.untilClose` ends with the stream, not the connection.
-            exchange.upstreamKeepAlive =
-                exchange.upstreamKeepAlive && framing != .untilClose
+            exchange.response.upstreamKeepAlive =
+                exchange.response.upstreamKeepAlive && framing != .untilClose
                 && HTTP1ProxyHeaders.isKeepAlive(version: head.version, headers: head.headers)
         }
         var reported: [HTTPField] = []
@@ -186,7 +186,7 @@ extension ExchangeLeg {
             reserve = length
         }
         var bytes: [UInt8] = []
-        exchange.responseEncoder.writeHead(
+        exchange.response.encoder.writeHead(
             clientHead, framing: framing, clientIsHTTP10: exchange.clientIsHTTP10, keepAlive: &exchange.clientKeepAlive,
             closeAfter: !upgrading && !exchange.state.requestComplete, extra: reported, reserving: reserve,
             into: &bytes)

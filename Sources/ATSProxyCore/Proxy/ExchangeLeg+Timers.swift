@@ -68,7 +68,7 @@ extension ExchangeLeg {
                     failure = .timedOut
                 }
                 letGoOfUpstream()
-                let requirements = exchange.requirements ?? Self.cleartextRequirements
+                let requirements = exchange.attempt.requirements ?? Self.cleartextRequirements
                 failExchange(
                     verdict: UpstreamVerdict.failed(
                         .transport(failure), requirements: requirements, url: exchange.url,

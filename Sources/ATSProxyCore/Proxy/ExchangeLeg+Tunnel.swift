@@ -34,7 +34,7 @@ extension ExchangeLeg {
         lastNumber = exchange.number
         releaseOrCloseUpstream()
         let key = UpstreamKey(host: host, port: port, requirements: nil, permissive: false)
-        exchange.upstreamKey = key
+        exchange.attempt.key = key
         self.exchange = exchange
         mode = .tunnelConnecting(host: host, port: port)
         openUpstream(key, reusable: false)
@@ -43,7 +43,7 @@ extension ExchangeLeg {
     /// The tunnel's connection is open: the probe's record (200) is written and raw bytes flow from now on.
     mutating func tunnelOpened() {
         if let exchange {
-            exchange.responseStatus = 200
+            exchange.response.status = 200
             exchange.state.tunnelOpened()
             logExchange()
         }

@@ -212,21 +212,22 @@ extension ExchangeLeg {
         letGoOfUpstream()
         guard let exchange, exchange.state.isForwarding else { return }
         if exchange.state.responseStarted {
-            let events = exchange.responseParser.inputClosed()
-            exchange.upstreamKeepAlive = false
+            let events = exchange.response.parser.inputClosed()
+            exchange.response.upstreamKeepAlive = false
             if events.contains(where: { if case .failed = $0 { true } else { false } }) || events.isEmpty {
                 if !exchange.state.responseComplete { closeUpstreamAndClient() }
                 return
             }
             processResponse(events)
-        } else if exchange.onReusedUpstream, !exchange.state.responseBytesSeen, let head = exchange.retryHead,
-            let key = exchange.upstreamKey
+        } else if exchange.attempt.onReusedUpstream, !exchange.state.responseBytesSeen,
+            let head = exchange.attempt.retryHead,
+            let key = exchange.attempt.key
         {
             // A reused connection the origin closed as the request arrived (its keep-alive timeout): like
             // CFNetwork, send the idempotent request once more, on a connection opened for it.
             sendAgain(exchange, head: head, on: key, reusable: false)
         } else {
-            let requirements = exchange.requirements ?? Self.cleartextRequirements
+            let requirements = exchange.attempt.requirements ?? Self.cleartextRequirements
             failExchange(
                 verdict: UpstreamVerdict.failed(
                     .transport(.reset), requirements: requirements, url: exchange.url, host: exchange.target.host))
@@ -243,7 +244,7 @@ extension ExchangeLeg {
         }
         http11Origins.insert(OriginAuthority(host: key.host, port: key.port))
         guard let exchange, exchange.state.isForwarding, !exchange.state.responseBytesSeen,
-            let head = exchange.retryHead
+            let head = exchange.attempt.retryHead
         else {
             return upstreamEOF(reset: true)
         }
@@ -251,7 +252,7 @@ extension ExchangeLeg {
         upstream.release()
         var http1Key = key
         http1Key.http1Only = true
-        exchange.upstreamKey = http1Key
+        exchange.attempt.key = http1Key
         exchange.outcome.tls = nil  // The HTTP/1.1 upstream's facts replace the h2 link's.
         sendAgain(exchange, head: head, on: http1Key, reusable: true)
     }
@@ -261,9 +262,9 @@ extension ExchangeLeg {
     mutating func sendAgain(
         _ exchange: Exchange, head: HTTPRequestHead, on key: UpstreamKey, reusable: Bool
     ) {
-        exchange.retryHead = nil
-        exchange.onReusedUpstream = false
-        exchange.retried = true
+        exchange.attempt.retryHead = nil
+        exchange.attempt.onReusedUpstream = false
+        exchange.attempt.retried = true
         exchange.state.resent()
         // Only requests without a body are sent again: a fresh encoder frames the (empty) body on the new upstream.
         exchange.requestEncoder = HTTP1RequestEncoder(framing: .none)

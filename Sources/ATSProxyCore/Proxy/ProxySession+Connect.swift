@@ -62,12 +62,12 @@ extension ProxySession {
                 source: source, requestHeaders: head.headers, state: .probing, clientKeepAlive: false,
                 requestEncoder: HTTP1RequestEncoder(framing: .none),
                 rule: "passthrough tunnel (\(decision.requirements.pins != nil ? "pinned domain" : "--passthrough"))")
-            exchange.requirements = decision.requirements
+            exchange.attempt.requirements = decision.requirements
             let key = UpstreamKey(
                 host: host, port: port, requirements: decision.requirements,
                 permissive: services.settings.mode == .report)
             // The probe connects: its record names the server it reached, as a forwarded request's does.
-            exchange.upstreamKey = key
+            exchange.attempt.key = key
             phase = .tunnel
             leg.startProbe(exchange, key: key, host: host, port: port)
             return
