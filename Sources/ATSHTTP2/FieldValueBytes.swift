@@ -50,12 +50,12 @@ public enum FieldValueBytes {
     /// kept whole, otherwise that one byte is escaped, so an invalid byte never swallows the bytes after it.
     /// One pass that copies runs of valid bytes in bulk into one buffer, then one `String`; O(n).
     private static func escapedString<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
-        if let text = bytes.withContiguousStorageIfAvailable(escapedString) { return text }
-        return Array(bytes).withUnsafeBufferPointer(escapedString)
+        if let text = bytes.withContiguousStorageIfAvailable(escapedContiguous) { return text }
+        return Array(bytes).withUnsafeBufferPointer(escapedContiguous)
     }
 
     /// `escapedString` over contiguous bytes.
-    private static func escapedString(_ source: UnsafeBufferPointer<UInt8>) -> String {
+    private static func escapedContiguous(_ source: UnsafeBufferPointer<UInt8>) -> String {
         var utf8: [UInt8] = []
         utf8.reserveCapacity(source.count * 2)
         var index = 0

@@ -165,7 +165,8 @@ extension ExchangeLeg {
         if Self.idempotentMethods.contains(head.method) && !exchange.requestHasBody && !exchange.isUpgradeRequest {
             exchange.attempt.retryHead = upstreamHead
         }
-        // One key comparison per request: it compares the TLS requirements (cipher lists and all).
+        // One key comparison here per request (it compares the TLS requirements, cipher lists and all); UpstreamLeg
+        // compares again only when a connection is opened or adopted.
         var sameUpstream = false
         if case .ready(let current, _) = upstream.state, current == key { sameUpstream = true }
         if sameUpstream {

@@ -1,7 +1,7 @@
 /// The wire an upstream speaks, which decides how an exchange's request parts reach it: a type, so that no code
 /// compares protocol names to choose an encoder.
 ///
-/// The raw value is the ALPN name, which records and logs show (`RequestRecord.httpProtocol`).
+/// The raw value is the protocol's ALPN name.
 public enum UpstreamWire: String, Sendable, Equatable {
     /// A connection of the leg's own speaking HTTP/1.1: request parts become text (`HTTP1RequestEncoder`).
     case http1 = "http/1.1"
